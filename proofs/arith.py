@@ -1,0 +1,109 @@
+"""The arithmetic interface that every verifier rule is written against.
+
+A rule is written once as a function of an :class:`Arith` and its operands; each backend interprets
+it: exact rationals (:mod:`.backends.exact`), the vectorised common-denominator fast path
+(``specproof.harness.fastexact``), torch tensors in a chosen dtype (:mod:`.backends.torch_backend`),
+sympy and z3 (the proofs).  Values are backend-specific: a backend decides how a scalar, a vector
+over the vocabulary and a condition look.  Binary operations broadcast a scalar against a vector.
+
+Only the primitives are abstract; the derived operations below are written once, here, in terms of
+the primitives, so every backend agrees on what ``relu`` or ``safe_div`` mean.
+"""
+
+from __future__ import annotations
+
+import abc
+from fractions import Fraction
+from typing import Any
+
+__all__ = ["Arith"]
+
+
+class Arith(abc.ABC):
+    """Primitive operations a rule may use; subclasses interpret them."""
+
+    name: str = "abstract"
+
+    # -- primitives ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def const(self, value: int | Fraction) -> Any:
+        """A scalar constant given as an exact int or Fraction."""
+
+    @abc.abstractmethod
+    def add(self, a: Any, b: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def sub(self, a: Any, b: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def mul(self, a: Any, b: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def div(self, a: Any, b: Any) -> Any:
+        """``a / b``; the caller guarantees ``b != 0`` (use :meth:`safe_div` otherwise)."""
+
+    @abc.abstractmethod
+    def minimum(self, a: Any, b: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def maximum(self, a: Any, b: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def total(self, v: Any) -> Any:
+        """``sum_x v(x)`` over the vocabulary axis, a scalar."""
+
+    @abc.abstractmethod
+    def lt(self, a: Any, b: Any) -> Any:
+        """Condition ``a < b``."""
+
+    @abc.abstractmethod
+    def le(self, a: Any, b: Any) -> Any:
+        """Condition ``a <= b``."""
+
+    @abc.abstractmethod
+    def eq(self, a: Any, b: Any) -> Any:
+        """Condition ``a == b``."""
+
+    @abc.abstractmethod
+    def select(self, cond: Any, a: Any, b: Any) -> Any:
+        """``a`` where ``cond`` holds, else ``b`` (elementwise)."""
+
+    @abc.abstractmethod
+    def log(self, a: Any) -> Any:
+        """Natural logarithm, with ``log 0 = -inf``; only ``+`` and comparisons apply to the result."""
+
+    # -- derived, written once ----------------------------------------------------------------
+    @property
+    def zero(self) -> Any:
+        return self.const(0)
+
+    @property
+    def one(self) -> Any:
+        return self.const(1)
+
+    def gt(self, a: Any, b: Any) -> Any:
+        return self.lt(b, a)
+
+    def ge(self, a: Any, b: Any) -> Any:
+        return self.le(b, a)
+
+    def relu(self, a: Any) -> Any:
+        """``max(0, a)``."""
+        return self.maximum(a, self.zero)
+
+    def clamp(self, a: Any, lo: Any, hi: Any) -> Any:
+        """``min(hi, max(lo, a))``."""
+        return self.minimum(self.maximum(a, lo), hi)
+
+    def safe_div(self, a: Any, b: Any, default: Any) -> Any:
+        """``a / b`` where ``b != 0``, else ``default`` (no division by zero is evaluated).
+
+        The result has the shape of ``a / b`` even when ``b`` is a scalar zero: ``default`` is
+        broadcast as ``0 * a + default``."""
+        b_is_zero = self.eq(b, self.zero)
+        fallback = self.add(self.mul(a, self.zero), default)
+        return self.select(b_is_zero, fallback, self.div(a, self.select(b_is_zero, self.one, b)))
+
+    def normalise(self, v: Any) -> Any:
+        """``v / sum v``; the zero vector stays zero (a law that is never reached)."""
+        return self.safe_div(v, self.total(v), self.zero)

@@ -1,0 +1,22 @@
+"""Shared test configuration: hypothesis profiles and the gpu marker's skip."""
+
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("default", deadline=None, max_examples=60,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (gpu marker); none is present")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
