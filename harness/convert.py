@@ -36,8 +36,11 @@ class DtypeInfo:
 
     ``precision`` counts significand bits including the implicit one, so the unit roundoff is
     ``u = 2^-precision`` (round to nearest); ``min_exponent`` is the exponent of the smallest
-    subnormal (its value is ``2^min_exponent``); ``uniform_bits`` is ``d`` in CPU ``torch.rand``'s
-    grid ``k * 2^-d``; ``accumulate`` is the dtype runtimes accumulate sums in.
+    subnormal (its value is ``2^min_exponent``); ``uniform_bits`` is ``d`` of the ideal uniform grid
+    ``k * 2^-d`` (CPU ``torch.rand`` in float32/float64 is exactly that grid; in float16/bfloat16,
+    torch 2.13 rounds a float32 uniform to the dtype and maps values that round to 1 to 0, so
+    ``P(u = 0) ~ 2^-d`` and each acceptance probability still moves by at most ``2^-d``: see
+    ``harness.grid``); ``accumulate`` is the dtype runtimes accumulate sums in.
     """
 
     name: str

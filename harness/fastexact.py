@@ -304,6 +304,38 @@ class FastExactArith(Arith):
         an, bn, den = self._align(a, b)
         return DVec(np.where(cond, an, bn), den)
 
+    def mass_ahead(self, key: Any, weight: Any) -> Any:
+        """Exact :meth:`Arith.mass_ahead`: one exact sort (ties to the lower index), then an
+        exclusive prefix sum of ``weight`` in that order: ``O(V log V)``."""
+        key, weight = self._lift(key), self._lift(weight)
+        if isinstance(key, DVec):
+            sort_key = key.num.tolist()  # common positive denominator: numerators order the values
+        elif isinstance(key, QVec):
+            sort_key = [Fraction(int(n), int(d)) for n, d in zip(key.num.tolist(), key.den.tolist())]
+        else:
+            raise TypeError("mass_ahead needs a vector key")
+        n = len(sort_key)
+        order = np.array(sorted(range(n), key=lambda i: (-sort_key[i], i)), dtype=np.int64)
+        if isinstance(weight, Fraction):
+            rank = np.empty(n, dtype=object)
+            rank[order] = np.arange(n, dtype=object)
+            return DVec(rank * weight.numerator, weight.denominator)
+        if not isinstance(weight, DVec):
+            weight = DVec(*self._common(weight))
+        ordered = weight.num[order]
+        ahead = np.empty(n, dtype=object)
+        ahead[order] = np.concatenate([np.zeros(1, dtype=object), np.cumsum(ordered)[:-1]]) if n else ordered
+        return DVec(ahead, weight.den)
+
+    @staticmethod
+    def _common(v: "QVec") -> tuple[np.ndarray, int]:
+        """A QVec over its least common denominator (exact)."""
+        den = 1
+        for d in v.den.tolist():
+            den = den // math.gcd(den, int(d)) * int(d)
+        return np.array([int(n) * (den // int(d)) for n, d in zip(v.num.tolist(), v.den.tolist())],
+                        dtype=object), den
+
     def log(self, a: Any) -> Any:
         raise TypeError(
             "the fast exact backend evaluates laws, not log-space predicates; "

@@ -107,3 +107,28 @@ class Arith(abc.ABC):
     def normalise(self, v: Any) -> Any:
         """``v / sum v``; the zero vector stays zero (a law that is never reached)."""
         return self.safe_div(v, self.total(v), self.zero)
+
+    # -- ordering over the vocabulary ---------------------------------------------------------
+    def mass_ahead(self, key: Any, weight: Any) -> Any:
+        """For each token ``x``: ``sum_y weight(y) [y ranks ahead of x]``, where ``y`` ranks ahead of
+        ``x`` when ``key(y) > key(x)``, or ``key(y) == key(x)`` and ``y < x`` (ties go to the lower
+        index, a strict total order).  ``mass_ahead(p, 1)`` is the rank (0 for the argmax),
+        ``mass_ahead(p, p)`` the mass strictly ahead (top-p).  ``weight`` may be a scalar.
+
+        Written here with scalar primitives for backends whose vectors are tuples (exact, sympy,
+        z3: ``O(n^2)`` terms); array backends override it with a vectorised version."""
+        if not isinstance(key, tuple):
+            raise TypeError(f"{type(self).__name__}.mass_ahead needs tuple vectors or an override; "
+                            f"got {type(key).__name__}")
+        n = len(key)
+        weights = weight if isinstance(weight, tuple) else (weight,) * n
+        out = []
+        for x in range(n):
+            acc = self.zero
+            for y in range(n):
+                if y == x:
+                    continue
+                ahead = self.le(key[x], key[y]) if y < x else self.lt(key[x], key[y])
+                acc = self.add(acc, self.select(ahead, weights[y], self.zero))
+            out.append(acc)
+        return tuple(out)

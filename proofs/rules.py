@@ -23,6 +23,7 @@ The canonical rule (Leviathan et al. 2023; Chen et al. 2023) has ``A = min(1, p/
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Callable, Literal
 
 from .arith import Arith
@@ -42,6 +43,19 @@ __all__ = [
     "step_rules",
     "get_step_rule",
     "register_step_rule",
+    "less_equal_test",
+    "CANONICAL_LESS_EQUAL",
+    "TYPICAL",
+    "LENIENCE",
+    "ENSEMBLE",
+    "RESAMPLE_FROM_TARGET",
+    "TOP_K_ACCEPT",
+    "GREEDY",
+    "typical_acceptance",
+    "lenient_acceptance",
+    "ensemble_acceptance",
+    "top_k_acceptance",
+    "greedy_indicator",
 ]
 
 Claim = Literal["exact", "not-exact"]
@@ -150,6 +164,141 @@ CANONICAL_LOG = StepRule(
     source="vLLM model runner v2",
 )
 
+def less_equal_test(ar: Arith, u: Any, p: Any, q: Any) -> Any:
+    """``u <= p/q`` (transformers): same measure as ``u < p/q`` on ``[0, 1)``, but ``u == 0`` accepts
+    a token with ``p = 0`` on a finite grid of uniforms."""
+    return ar.select(ar.eq(q, ar.zero), ar.lt(u, ar.zero), ar.le(u, ar.safe_div(p, q, ar.zero)))
+
+
+CANONICAL_LESS_EQUAL = StepRule(
+    name="canonical-le",
+    claim="exact",
+    description="canonical rule with the test u <= p/q (transformers)",
+    acceptance=canonical_acceptance,
+    residual_weight=canonical_residual_weight,
+    acceptance_test=less_equal_test,
+    source="transformers _speculative_sampling",
+)
+
+# -- approximate and incorrect single-step rules (algorithms.md sections 2, 5, 6) ------------------
+
+
+def typical_acceptance(eps: Fraction, delta: Fraction) -> Callable[[Arith, Any, Any], Any]:
+    """Medusa: ``A(x) = 1[p(x) > min(eps, delta exp(-H(p)))]``, in log space:
+    ``p(x) > eps`` or ``log p(x) > log delta + sum_y p(y) log p(y)`` (``0 log 0 = 0``)."""
+    def acceptance(ar: Arith, p: Any, q: Any) -> Any:
+        log_p = ar.log(ar.select(ar.eq(p, ar.zero), ar.one, p))
+        neg_entropy = ar.total(ar.mul(p, log_p))
+        above_entropy = ar.gt(ar.log(p), ar.add(ar.log(ar.const(delta)), neg_entropy))
+        passes = ar.select(ar.gt(p, ar.const(eps)), ar.one, ar.select(above_entropy, ar.one, ar.zero))
+        return passes
+    return acceptance
+
+
+def lenient_acceptance(lenience: Fraction) -> Callable[[Arith, Any, Any], Any]:
+    """Leviathan et al. lenience ``l``: ``A(x) = min(1, p(x) / (l q(x)))``."""
+    def acceptance(ar: Arith, p: Any, q: Any) -> Any:
+        return ar.minimum(ar.one, ar.safe_div(p, ar.mul(ar.const(lenience), q), ar.zero))
+    return acceptance
+
+
+def lenient_residual_weight(lenience: Fraction) -> Callable[[Arith, Any, Any], Any]:
+    """``max(0, p - l q)``."""
+    def weight(ar: Arith, p: Any, q: Any) -> Any:
+        return ar.relu(ar.sub(p, ar.mul(ar.const(lenience), q)))
+    return weight
+
+
+def _ensemble(ar: Arith, p: Any, q: Any, w: Fraction) -> Any:
+    return ar.add(ar.mul(ar.const(w), p), ar.mul(ar.const(1 - Fraction(w)), q))
+
+
+def ensemble_acceptance(w: Fraction) -> Callable[[Arith, Any, Any], Any]:
+    """Verify against ``v = w p + (1 - w) q``: ``A = min(1, v/q)``."""
+    def acceptance(ar: Arith, p: Any, q: Any) -> Any:
+        return canonical_acceptance(ar, _ensemble(ar, p, q, w), q)
+    return acceptance
+
+
+def ensemble_residual_weight(w: Fraction) -> Callable[[Arith, Any, Any], Any]:
+    """``max(0, v - q) = w max(0, p - q)``: normalises to the canonical residual."""
+    def weight(ar: Arith, p: Any, q: Any) -> Any:
+        return canonical_residual_weight(ar, _ensemble(ar, p, q, w), q)
+    return weight
+
+
+def target_weight(ar: Arith, p: Any, q: Any) -> Any:
+    """Resample from the raw target: ``w = p``."""
+    return p
+
+
+def top_k_acceptance(k: int) -> Callable[[Arith, Any, Any], Any]:
+    """``A(x) = 1[x in top-k of p]`` (ties to the lower index)."""
+    def acceptance(ar: Arith, p: Any, q: Any) -> Any:
+        return ar.select(ar.lt(ar.mass_ahead(p, ar.one), ar.const(k)), ar.one, ar.zero)
+    return acceptance
+
+
+def greedy_indicator(ar: Arith, p: Any, q: Any) -> Any:
+    """``1[x == argmax p]`` with ties to the lower index: the greedy acceptance and correction."""
+    return ar.select(ar.eq(ar.mass_ahead(p, ar.one), ar.zero), ar.one, ar.zero)
+
+
+TYPICAL = StepRule(
+    name="typical",
+    claim="not-exact",
+    description="accept iff p(x) > min(eps, delta exp(-H(p))), eps=9/100, delta=3/10; else sample p",
+    acceptance=typical_acceptance(Fraction(9, 100), Fraction(3, 10)),
+    residual_weight=target_weight,
+    source="Medusa typical acceptance (Cai et al. 2024)",
+    tags=("approximate",),
+)
+LENIENCE = StepRule(
+    name="lenience",
+    claim="not-exact",
+    description="accept w.p. min(1, p/(l q)), l=1/2; residual norm(max(0, p - l q)) (l=1 is canonical)",
+    acceptance=lenient_acceptance(Fraction(1, 2)),
+    residual_weight=lenient_residual_weight(Fraction(1, 2)),
+    source="Leviathan, Kalman, Matias 2023, lenience",
+    tags=("approximate",),
+)
+ENSEMBLE = StepRule(
+    name="ensemble",
+    claim="not-exact",
+    description="verify against v = w p + (1-w) q, w=1/2: output law is v",
+    acceptance=ensemble_acceptance(Fraction(1, 2)),
+    residual_weight=ensemble_residual_weight(Fraction(1, 2)),
+    source="transformers assistant_ensemble_weight",
+    tags=("approximate",),
+)
+RESAMPLE_FROM_TARGET = StepRule(
+    name="resample-from-target",
+    claim="not-exact",
+    description="accept w.p. min(1, p/q); on rejection sample raw p: P = min(p,q) + (1-beta) p",
+    acceptance=canonical_acceptance,
+    residual_weight=target_weight,
+    source="incorrect variant (algorithms.md section 6)",
+    tags=("incorrect",),
+)
+TOP_K_ACCEPT = StepRule(
+    name="top-k-accept",
+    claim="not-exact",
+    description="accept iff x is in the target's top-k (k=1), else sample p",
+    acceptance=top_k_acceptance(1),
+    residual_weight=target_weight,
+    source="incorrect variant (algorithms.md section 6)",
+    tags=("incorrect",),
+)
+GREEDY = StepRule(
+    name="greedy",
+    claim="not-exact",
+    description="accept iff x == argmax p, correct with argmax p: a greedy contract, not a sampling rule",
+    acceptance=greedy_indicator,
+    residual_weight=greedy_indicator,
+    source="greedy verification (algorithms.md section 2)",
+    tags=("greedy",),
+)
+
 _STEP_RULES: dict[str, StepRule] = {}
 
 
@@ -165,7 +314,8 @@ def register_step_rule(rule: StepRule) -> StepRule:
     return rule
 
 
-for _rule in (CANONICAL, CANONICAL_MULTIPLICATION, CANONICAL_LOG):
+for _rule in (CANONICAL, CANONICAL_MULTIPLICATION, CANONICAL_LOG, CANONICAL_LESS_EQUAL, TYPICAL, LENIENCE,
+              ENSEMBLE, RESAMPLE_FROM_TARGET, TOP_K_ACCEPT, GREEDY):
     register_step_rule(_rule)
 
 

@@ -162,9 +162,10 @@ def round_law(pair: ToyPair, rule: str | StepRule = CANONICAL) -> SequenceLaw:
         step = steps.get(prefix)
         if step is None:
             step = steps[prefix] = step_law(ar, rule, pair.target[prefix], pair.draft[prefix])
+        accept = step.accept if isinstance(step.accept, tuple) else (step.accept,) * pair.vocab  # a scalar broadcasts
         for x, qx in enumerate(pair.draft[prefix]):
-            if qx and step.accept[x]:
-                walk(prefix + (x,), weight * qx * step.accept[x])
+            if qx and accept[x]:
+                walk(prefix + (x,), weight * qx * accept[x])
         if step.rejection:
             emit(prefix, weight * step.rejection, step.residual)
 

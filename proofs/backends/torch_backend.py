@@ -74,3 +74,15 @@ class TorchArith(Arith):
 
     def log(self, a: Any) -> torch.Tensor:
         return torch.log(self._t(a))
+
+    def mass_ahead(self, key: Any, weight: Any) -> torch.Tensor:
+        """Vectorised :meth:`Arith.mass_ahead` over the last axis (ties to the lower index)."""
+        key = self._t(key)
+        n = key.shape[-1]
+        weight = self._t(weight).expand(key.shape)
+        ky, kx = key.unsqueeze(-2), key.unsqueeze(-1)  # [..., x, y]
+        idx = torch.arange(n, device=key.device)
+        lower = idx.unsqueeze(0) < idx.unsqueeze(1)  # [x, y]: y < x
+        ahead = (ky > kx) | ((ky == kx) & lower)
+        return torch.where(ahead, weight.unsqueeze(-2), torch.zeros((), dtype=self.dtype,
+                                                                    device=key.device)).sum(dim=-1)

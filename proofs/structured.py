@@ -1,0 +1,342 @@
+"""Proofs for rules that are not a single :class:`~specproof.proofs.rules.StepRule`.
+
+Each function returns a :class:`~specproof.proofs.outcomes.ProofResult`; the laws come from their one
+definition (:mod:`.block`, :mod:`.multidraft`, :mod:`.sampler_match`, :mod:`.processors`).
+
+* block verification - for every V and K, by two inductions (obligations B1-B5 below) plus
+  exhaustive exact checks and the check vector of algorithms.md;
+* recursive rejection sampling with / without replacement - induction on the levels from T3;
+* SpecTr K-SEQ - algebra with the sums abstracted (k = 2..4 in z3, the geometric identity for
+  symbolic k in sympy), existence of rho, direct z3 n = 2, 3 and exact rational instances;
+* sampler-match - a pointwise identity once ``sum q = 1``;
+* processors on both sides - T3 applied to the pair of processed laws.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+from fractions import Fraction
+from typing import Callable
+
+import sympy
+import z3
+
+from .backends.exact import ExactArith
+from .backends.z3_backend import Z3Arith
+from .block import (Tables, block_continued_law, block_residual_weight, block_stop_probability,
+                    block_target_law, block_weight, expected_accepted_block)
+from .every_size import GenericCoordinateArith, prove_every_size
+from .multidraft import recursive_rejection_law, spectr_instance, spectr_law
+from .outcomes import Obligation, ProofResult, Verdict, combine, solver_versions
+from .processors import PROCESSORS, processed_law
+from .provers import Settings
+from .rules import CANONICAL
+from .sampler_match import sampler_match_law
+from .search import simplex_grid
+from .sequences import ToyPair, round_law
+from .solving import check_z3, prove_by_cases
+
+__all__ = ["prove_block", "prove_recursive_rejection", "prove_spectr", "prove_sampler_match",
+           "prove_processor_both_sides", "BLOCK_CHECK_VECTOR"]
+
+THIRD = Fraction(1, 3)
+BLOCK_CHECK_VECTOR = {"p": (THIRD, 2 * THIRD), "q": (2 * THIRD, THIRD), "k": 2}
+"""algorithms.md section 3: V = 2, K = 2, context-free p = (1/3, 2/3), q = (2/3, 1/3)."""
+
+
+def _result(name: str, claim: str, obligations: list[Obligation], method: str, n: str, start: float,
+            settings: Settings, notes: tuple[str, ...] = ()) -> ProofResult:
+    verdict = combine(o.verdict for o in obligations)
+    reason = "; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED)
+    return ProofResult(name, claim, verdict, method, n, time.perf_counter() - start,
+                       solver_versions(settings.rlimit), obligations=tuple(obligations), reason=reason,
+                       notes=notes)
+
+
+def _exact_obligation(name: str, statement: str, check: Callable[[], tuple[bool, str]]) -> Obligation:
+    start = time.perf_counter()
+    ok, detail = check()
+    return Obligation(name, statement, Verdict.PROVED if ok else Verdict.REFUTED, "exact enumeration",
+                      time.perf_counter() - start, detail)
+
+
+@functools.lru_cache(maxsize=4)
+def _t3_premise(rlimit: int) -> Obligation:
+    """T3 for the canonical rule (cached per rlimit: the canonical rule is a fixed definition)."""
+    start = time.perf_counter()
+    verdict, obligations, reason = prove_every_size(CANONICAL, rlimit=rlimit)
+    return Obligation("T3 (premise)", "a canonical step with target r and ANY draft law q has output law r, "
+                      "every n", verdict, "see T3", time.perf_counter() - start, reason or f"{len(obligations)} obligations")
+
+
+# -- block verification ----------------------------------------------------------------------------
+
+def _block_tables(vocab: int, k: int) -> list[Tables]:
+    pairs = [ToyPair.random(vocab, k, seed, zeros=seed % 2 == 0) for seed in range(4)]
+    pairs.append(ToyPair.random(vocab, k, 7, context_free=True))
+    return [Tables.from_pair(pair) for pair in pairs]
+
+
+def prove_block(settings: Settings) -> ProofResult:
+    """Block verification preserves the target law over K+1 tokens, every V and K.
+
+    Notation along a drafted path: ``Q_i = q(x_1..x_i)``, ``W_i = Q_i w_i``, ``Z_i`` and ``h_i`` as in
+    :mod:`.block`, ``R_i(y) = Q_i max(0, w_i p_{i+1}(y) - q_{i+1}(y))`` the emission mass at
+    ``tau = i`` with correction ``y``.  Backward (B3): ``P(tau >= i | x_1..x_i) = w_i`` and
+    ``P(tau = i | x_1..x_i) = Z_i``.  Forward (B4, B5): with ``O_m`` the probability that the
+    continued output starts with ``s_1..s_m``, ``O_m = p_m(s_m) O_{m-1}``, so ``O_{K+1} = p(s)``."""
+    start = time.perf_counter()
+    rl = settings.rlimit
+    ar = Z3Arith()
+    w, p, q, q_prev = (ar.real(n) for n in ("w", "p_y", "q_y", "Q_prev"))
+    unit = [w >= 0, w <= 1, p >= 0, p <= 1, q >= 0, q <= 1, q_prev >= 0, q_prev <= 1]
+    weight = block_weight(ar, w, p, q)
+    obligations = [
+        check_z3("B1 weight", "q_y w' = min(q_y, w p_y) with w' = min(1, w p_y/q_y) (0 if q_y = 0), and "
+                 "0 <= w' <= 1; times Q_prev: W_{i+1} = min(Q_{i+1}, W_i p_{i+1})", ar, unit,
+                 z3.And(q * weight == ar.minimum(q, w * p), weight >= 0, weight <= 1), rlimit=rl,
+                 method="z3 pointwise").obligation,
+        check_z3("B2 split", "max(0, w p - q) + min(q, w p) = w p (T1)", ar, unit,
+                 block_residual_weight(ar, w, p, q) + ar.minimum(q, w * p) == w * p, rlimit=rl,
+                 method="z3 pointwise").obligation,
+    ]
+    z, sum_min = ar.real("Z"), ar.real("sum_min")
+    h = block_stop_probability(ar, z, w)
+    obligations.append(Obligation("B3 sum step", "summing B2 over y: Z + sum_y min(q_y, w p_y) = w sum p = w; "
+                                  "with the induction hypothesis P(tau >= i+1 | .., y) = w_{i+1}(y) and B1, "
+                                  "P(no stop after i | x_1..x_i) = sum_y q_y (1 - w_{i+1}(y)) = 1 - w + Z",
+                                  Verdict.PROVED, "linearity of finite sums", 0.0, "premises B1, B2"))
+    obligations.append(check_z3(
+        "B3 backward step", "with G = Z + 1 - w: P(tau >= i) = 1 - (1 - h_i) G = w_i and P(tau = i) = h_i G = Z_i; "
+        "base P(tau >= K) = h_K = w_K", ar, [w >= 0, w <= 1, z >= 0, sum_min + z == w],
+        z3.And(1 - (1 - h) * (z + 1 - w) == w, h * (z + 1 - w) == z), rlimit=rl,
+        method="z3, sums abstracted").obligation)
+    r_y = block_residual_weight(ar, w, p, q)
+    emitted = q_prev * z * ar.safe_div(r_y, z, ar.zero)
+    obligations.append(check_z3(
+        "B4 forward step", "emission at tau = i: Q_i Z_i max(0, w p - q)/Z_i = R_i(y) (also when Z_i = 0), and "
+        "W_{i+1} + R_i = W_i p_{i+1}(y)", ar, unit + [r_y <= z],
+        z3.And(emitted == q_prev * r_y, q_prev * q * weight + q_prev * r_y == q_prev * w * p), rlimit=rl,
+        method="z3, sums abstracted").obligation)
+    o_m, o_prev, w_m, w_prev, r_prev, p_m = (ar.real(n) for n in ("O_m", "O_prev", "W_m", "W_prev", "R_prev", "p_m"))
+    obligations.append(check_z3(
+        "B5 induction on m", "splitting on tau: O_m = W_m + R_{m-1} + p_m (O_{m-1} - W_{m-1}); with B4, "
+        "O_m = p_m O_{m-1}; O_0 = 1, so O_{K+1}(s) = prod_m p_m(s_m)", ar,
+        [o_m == w_m + r_prev + p_m * (o_prev - w_prev), w_m + r_prev == w_prev * p_m], o_m == p_m * o_prev,
+        rlimit=rl).obligation)
+
+    exact = ExactArith()
+
+    def exhaustive() -> tuple[bool, str]:
+        count = 0
+        for vocab, k in ((2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3)):
+            for tables in _block_tables(vocab, k):
+                count += 1
+                if block_continued_law(exact, tables) != block_target_law(exact, tables):
+                    return False, f"V={vocab}, K={k}: laws differ"
+        return True, f"{count} tables, V <= 3, K <= 3, zeros included"
+
+    obligations.append(_exact_obligation("B exhaustive", "block round + continuation == target law", exhaustive))
+
+    def check_vector() -> tuple[bool, str]:
+        cv = BLOCK_CHECK_VECTOR
+        tables = Tables.context_free(cv["p"], cv["q"], cv["k"])
+        pair = ToyPair.context_free(cv["p"], cv["q"], cv["k"])
+        token = sum(((len(s) - 1) * m for s, m in round_law(pair).items()), Fraction(0))
+        block = expected_accepted_block(exact, tables)
+        law = block_continued_law(exact, tables)
+        two: dict[tuple[int, ...], Fraction] = {}
+        for seq, mass in law.items():
+            two[seq[:2]] = two.get(seq[:2], Fraction(0)) + mass
+        product = all(two[(a, b)] == cv["p"][a] * cv["p"][b] for a, b in itertools.product(range(2), repeat=2))
+        ok = token == Fraction(10, 9) and block == Fraction(11, 9) and product
+        return ok, f"E[accepted] token-level {token}, block {block}; first two tokens ~ p x p: {product}"
+
+    obligations.append(_exact_obligation("B check vector", "V=2, K=2: E[accepted] 10/9 (token) and 11/9 "
+                                         "(block); first two tokens ~ p x p", check_vector))
+    return _result("block", "exact", obligations, "induction (z3 steps, sums abstracted) + exhaustive exact",
+                   "all V, K (exhaustive V<=3, K<=3)", start, settings)
+
+
+# -- recursive rejection sampling --------------------------------------------------------------------
+
+def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> ProofResult:
+    """Recursive rejection sampling with k drafts is exact, every n and k."""
+    start = time.perf_counter()
+    name = "rrs-with-replacement" if replacement else "rrs-without-replacement"
+    obligations = [_t3_premise(settings.rlimit)]
+    ar = Z3Arith()
+    r, a, r_next = ar.real("r_x"), ar.real("accepted_x"), ar.real("r_next_x")
+    branches = [ar.real(f"rejected_{j}") for j in range(3)]
+    laws = [ar.real(f"L_{j}") for j in range(3)]
+    rejection = z3.Sum(branches)
+    obligations.append(check_z3(
+        "RRS induction step", "level i has output a(x) + sum_j rejected_j L_j(x), where branch j (the draft "
+        "rejected; one branch with replacement) continues with levels i+1..k, whose output law is r_{i+1} "
+        "for ANY draft law by the hypothesis (L_j = r_{i+1}); by T3, a + (sum_j rejected_j) r_{i+1} = r_i. "
+        "Base: after k rejections r_{k+1} is sampled. No draft mass left: r_i is sampled directly.",
+        ar, [a + rejection * r_next == r] + [law == r_next for law in laws],
+        a + z3.Sum([b * law for b, law in zip(branches, laws)]) == r, rlimit=settings.rlimit).obligation)
+    for n in (2,):
+        dar = Z3Arith()
+        p, q = dar.vector("p", n), dar.vector("q", n)
+        out = recursive_rejection_law(dar, p, q, 2, replacement=replacement)
+        obligations.append(check_z3(f"RRS direct n={n}, k=2", "output == p over symbolic p, q", dar,
+                                    [dar.simplex(p), dar.simplex(q)], dar.all_of(o == x for o, x in zip(out, p)),
+                                    rlimit=settings.rlimit, method="z3 direct").obligation)
+    exact = ExactArith()
+
+    def grid() -> tuple[bool, str]:
+        count = 0
+        for n, den in ((2, 6), (3, 4)):
+            points = simplex_grid(n, den)
+            for p, q in itertools.product(points, repeat=2):
+                for k in (1, 2, 3):
+                    count += 1
+                    if recursive_rejection_law(exact, p, q, k, replacement=replacement) != p:
+                        return False, f"p={p}, q={q}, k={k}"
+        return True, f"{count} (p, q, k) on the grids 1/6 (n=2), 1/4 (n=3), k = 1..3"
+
+    obligations.append(_exact_obligation("RRS exact grid", "output == p exactly", grid))
+    return _result(name, "exact", obligations, "induction on levels from T3; z3 direct; exact grid",
+                   "all n, k (direct n=2, k=2; grid n<=3, k<=3)", start, settings)
+
+
+# -- SpecTr K-SEQ -------------------------------------------------------------------------------------
+
+def prove_spectr(settings: Settings) -> ProofResult:
+    """SpecTr K-SEQ is exact when rho solves 1 - (1-beta)^k = rho beta, every n."""
+    start = time.perf_counter()
+    rl = settings.rlimit
+    obligations = []
+    t0 = time.perf_counter()
+    beta, i = sympy.Symbol("beta", positive=True), sympy.Symbol("i", integer=True, nonnegative=True)
+    k = sympy.Symbol("k", integer=True, positive=True)
+    reach = sympy.summation((1 - beta) ** i, (i, 0, k - 1))
+    reach = reach.args[-1][0] if isinstance(reach, sympy.Piecewise) else reach
+    ok = sympy.simplify(beta * reach - (1 - (1 - beta) ** k)) == 0
+    obligations.append(Obligation("K1 geometric sum", "beta sum_{i<k} (1-beta)^i = 1 - (1-beta)^k, symbolic k: "
+                                  "the first-accepted draft has law min(q, p/rho) sum_{i<k} (1-beta)^i; with the "
+                                  "equation, sum_{i<k} (1-beta)^i = rho (beta > 0)",
+                                  Verdict.PROVED if ok else Verdict.REFUTED, "sympy summation",
+                                  time.perf_counter() - t0, "closed form"))
+    ar = Z3Arith()
+    p, q, rho = ar.real("p"), ar.real("q"), ar.real("rho")
+    obligations.append(check_z3("K2 residual numerator", "p - rho min(q, p/rho) >= 0 and min(q, p/rho) <= p for "
+                                "rho >= 1: the residual is non-negative once sum_{i<k}(1-beta)^i = rho", ar,
+                                [p >= 0, q >= 0, rho >= 1],
+                                z3.And(p - rho * ar.minimum(q, p / rho) >= 0, ar.minimum(q, p / rho) <= p),
+                                rlimit=rl, method="z3 pointwise").obligation)
+    s = sympy.Symbol("N", positive=True)
+    obligations.append(Obligation("K3 residual mass", "sum_x residual = (1 - beta rho)/(1-beta)^k = 1 by the "
+                                  "equation", Verdict.PROVED if sympy.simplify((1 - (1 - s)) / s - 1) == 0
+                                  else Verdict.REFUTED, "sympy", 0.0, "N = (1-beta)^k > 0"))
+    for kk in (2, 3, 4):
+        gar = GenericCoordinateArith()
+        rho_g = gar.real("rho")
+        out, _ = spectr_law(gar, gar.p, gar.q, kk, rho_g)
+        (big_beta, m), = gar.totals
+        obligations.append(check_z3(
+            f"K4 composition k={kk}", "output(x) = m(x) sum_{i<k}(1-beta)^i + (1-beta)^k residual(x) = p(x), sums "
+            "abstracted: 0 <= m <= beta <= 1, m <= p (K2), and beta = 1 forces m = p (sum m = 1 = sum p)",
+            gar, [gar.p >= 0, gar.p <= 1, gar.q >= 0, gar.q <= 1, rho_g >= 1, rho_g <= kk, m >= 0, m <= big_beta,
+                  big_beta <= 1, m <= gar.p, z3.Implies(big_beta == 1, m == gar.p),
+                  1 - (1 - big_beta) ** kk == rho_g * big_beta],
+            out == gar.p, rlimit=rl, method="z3, sums abstracted").obligation)
+        b1, bk = ar.real(f"beta_at_1_{kk}"), ar.real(f"beta_at_k_{kk}")
+        obligations.append(check_z3(
+            f"K5 rho exists k={kk}", "f(rho) = rho beta(rho) - 1 + (1-beta(rho))^k is continuous with f(1) <= 0 <= "
+            "f(k) for beta in [0,1] (Bernoulli), so a root rho in [1, k] exists", ar,
+            [b1 >= 0, b1 <= 1, bk >= 0, bk <= 1],
+            z3.And(b1 - 1 + (1 - b1) ** kk <= 0, kk * bk - 1 + (1 - bk) ** kk >= 0), rlimit=rl,
+            method="z3 pointwise").obligation)
+    for n in (2, 3):
+        dar = Z3Arith()
+        pv, qv, r = dar.vector("p", n), dar.vector("q", n), dar.real("rho")
+        out, _ = spectr_law(dar, pv, qv, 2, r)
+        b = dar.total(dar.minimum(qv, dar.div(pv, r)))
+        obligations.append(check_z3(f"K direct n={n}, k=2", "output == p for every rho in [1, 2] solving the "
+                                    "equation", dar, [dar.simplex(pv), dar.simplex(qv), r >= 1, r <= 2,
+                                                      1 - (1 - b) ** 2 == r * b],
+                                    dar.all_of(o == x for o, x in zip(out, pv)), rlimit=rl,
+                                    method="z3 direct").obligation)
+    exact = ExactArith()
+
+    def instances() -> tuple[bool, str]:
+        count = 0
+        for n, den in ((2, 6), (3, 5)):
+            for p_law in simplex_grid(n, den):
+                for rho_v in (Fraction(11, 10), Fraction(3, 2), Fraction(9, 5)):
+                    q_law = spectr_instance(p_law, rho_v, min(range(n), key=lambda x: p_law[x]))
+                    if q_law is None:
+                        continue
+                    count += 1
+                    out, residual = spectr_law(exact, p_law, q_law, 2, rho_v)
+                    if out != p_law or min(residual) < 0:
+                        return False, f"p={p_law}, q={q_law}, rho={rho_v}"
+        return count > 0, f"{count} rational instances (rho in {{11/10, 3/2, 9/5}}, k = 2)"
+
+    obligations.append(_exact_obligation("K exact instances", "output == p and the residual is a law", instances))
+    return _result("spectr-kseq", "exact", obligations, "sympy + z3 (sums abstracted); z3 direct; exact instances",
+                   "all n (k = 2..4 in z3, symbolic k in sympy; direct n=2,3, k=2)", start, settings)
+
+
+# -- sampler-match --------------------------------------------------------------------------------------
+
+def prove_sampler_match(settings: Settings) -> ProofResult:
+    """Sampler-match emits y ~ p whatever the draft: exact, every n."""
+    from .backends.sympy_backend import SympyArith
+
+    start = time.perf_counter()
+    gar = GenericCoordinateArith()
+    accepted, corrected, out = sampler_match_law(gar, gar.p, gar.q)
+    obligations = [check_z3("SM composition (every n)", "q p + p (sum q - q) = p with sum q = 1", gar,
+                            [gar.p >= 0, gar.q >= 0], out == gar.p, rlimit=settings.rlimit,
+                            method="z3, sums abstracted").obligation]
+    sar = SympyArith()
+    ps, qs = sympy.symbols("p_x q_x", real=True)
+    _, _, sym_out = sampler_match_law(sar, (ps, 1 - ps), (qs, 1 - qs))
+    obligations.append(prove_by_cases("SM (sympy, n=2)", "output = p", sym_out[0] - ps, [ps >= 0, qs >= 0]))
+    for n in (2, 3, 4):
+        dar = Z3Arith()
+        p, q = dar.vector("p", n), dar.vector("q", n)
+        _, _, o = sampler_match_law(dar, p, q)
+        obligations.append(check_z3(f"SM direct n={n}", "output == p", dar, [dar.simplex(p), dar.simplex(q)],
+                                    dar.all_of(a == b for a, b in zip(o, p)), rlimit=settings.rlimit,
+                                    method="z3 direct").obligation)
+    return _result("sampler-match", "exact", obligations, "z3 + sympy, sums abstracted; z3 direct", "all",
+                   start, settings, notes=("acceptance rate sum_x p(x) q(x)",))
+
+
+# -- processors on both sides ----------------------------------------------------------------------------
+
+def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResult:
+    """Accept and correct with the processed pair (P(p), P(q)), drafts from P(q): output P(p)."""
+    start = time.perf_counter()
+    proc = PROCESSORS[processor]
+    obligations = [_t3_premise(settings.rlimit)]
+    for n in (2, 3):
+        dar = Z3Arith()
+        v = dar.vector("v", n)
+        pv = proc(dar, v)
+        obligations.append(check_z3(f"P law n={n}", f"{processor} maps a law to a law (the kept argmax has "
+                                    "positive mass, so the normaliser is positive)", dar, [dar.simplex(v)],
+                                    dar.simplex(pv), rlimit=settings.rlimit, method="z3 direct").obligation)
+    exact = ExactArith()
+
+    def grid() -> tuple[bool, str]:
+        count = 0
+        for n, den in ((2, 6), (3, 4), (4, 3)):
+            for p, q in itertools.product(simplex_grid(n, den), repeat=2):
+                count += 1
+                out, target = processed_law(exact, p, q, proc, "both-sides")
+                if out != target:
+                    return False, f"p={p}, q={q}"
+        return True, f"{count} pairs, n <= 4"
+
+    obligations.append(_exact_obligation("P exact grid", "output == P(p)", grid))
+    return _result(f"processor-both-sides:{processor}", "exact", obligations,
+                   "T3 on the processed pair; z3 direct; exact grid", "all (T3); processor laws n=2,3",
+                   start, settings)
