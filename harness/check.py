@@ -12,8 +12,8 @@ under test, calls ``verify(draft_probs, target_probs, draft_token_ids, generator
    probability at most ``alpha`` (default 1e-6) over all events, scenarios and sequential looks,
    with the dtype's derived tolerance (:mod:`.tolerances`) as the null band.
 
-Sequential: rows arrive in four looks (1/8, 1/4, 1/2, all of the samples); a scenario stops at the
-first look that rejects.  The result reports, per scenario, the smallest total variation a deviation
+Sequential: rows arrive in four looks (1/8, 1/4, 1/2, all of the samples), interleaved over the
+scenarios; a scenario stops at the first look that rejects (the whole run too with ``fail_fast``).  The result reports, per scenario, the smallest total variation a deviation
 concentrated on a tested event must have to be detected with probability 0.99.
 """
 
@@ -34,7 +34,6 @@ from .convert import dtype_name
 from .events import EventFamily, build_families, emitted_lengths
 from .scenarios import Realisation, Scenario, default_suite
 from .statistics import critical_value, detectable_shift
-from .strategies import TORCH_DTYPES
 from .tolerances import round_tolerance
 
 __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "ContractViolation",
@@ -128,6 +127,11 @@ class CheckResult:
         return max(s.detectable_tv for s in self.scenarios)
 
     @property
+    def rows(self) -> int:
+        """Verifier rows consumed in total."""
+        return sum(s.rows for s in self.scenarios)
+
+    @property
     def harness_share(self) -> float:
         total = self.verifier_seconds + self.harness_seconds
         return self.harness_seconds / total if total else 0.0
@@ -136,7 +140,7 @@ class CheckResult:
         return {
             "verdict": self.verdict, "dtype": self.dtype, "device": self.device, "seed": self.seed,
             "alpha": self.alpha, "samples_per_scenario": self.samples, "rule": self.rule,
-            "detectable_tv": self.detectable_tv, "verifier_seconds": self.verifier_seconds,
+            "detectable_tv": self.detectable_tv, "rows": self.rows, "verifier_seconds": self.verifier_seconds,
             "harness_seconds": self.harness_seconds, "harness_share": self.harness_share,
             "scenarios": [s.as_json() for s in self.scenarios],
         }
@@ -144,7 +148,7 @@ class CheckResult:
     def summary(self) -> str:
         rejected = sum(s.rejected_events for s in self.scenarios)
         events = sum(s.events for s in self.scenarios)
-        rows = sum(s.rows for s in self.scenarios)
+        rows = self.rows
         head = "PASS: no drift beyond the dtype's tolerance detected" if self.passed else \
             "FAIL: the verifier's law differs from the exact reference"
         lines = [f"{head} ({self.dtype} on {self.device}, {rows} rows, {len(self.scenarios)} scenarios)",
@@ -254,13 +258,15 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                    samples: int | None = None, budget: int | None = None, seed: int = 0,
                    alpha: float = 1e-6, rule: str | StepRule | None = None,
                    scenarios: list[Scenario] | None = None, batch_size: int = 8192,
-                   timeout: float | None = None,
+                   timeout: float | None = None, fail_fast: bool = False,
                    progress: Callable[[str], None] | None = None) -> CheckResult:
     """Check a batched-contract verifier against the exact reference (module docstring).
 
     ``samples``: rows per scenario (default 200,000); or ``budget``: total rows split evenly.
     ``rule``: also require the emission law of this single-step rule (e.g. ``"canonical"``).
-    ``timeout``: seconds allowed per verifier call (main thread on POSIX)."""
+    ``timeout``: seconds allowed per verifier call (main thread on POSIX).
+    ``fail_fast``: stop the whole run at the first look that rejects (``CheckResult.rows`` then
+    counts the rows it took to flag the verifier)."""
     dtype = dtype_name(dtype)
     if samples is not None and budget is not None:
         raise SpecproofInputError("samples", "both samples and budget given", "pass one of them")
@@ -290,64 +296,112 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     say = progress or (lambda _msg: None)
 
     start = time.perf_counter()
-    realised: list[tuple[Realisation, list[EventFamily]]] = []
-    for scenario in suite:
-        real = scenario.realise(dtype, str(torch_device))
-        realised.append((real, build_families(real, rule_record)))
+    realised = [_prepared(scenario, dtype, str(torch_device), rule_record) for scenario in suite]
     total_events = sum(f.size for _, fams in realised for f in fams) + 2 * len(realised)
     c = critical_value(alpha, total_events, len(LOOKS))
+    states = [_ScenarioState(index, real, families, dtype, batch_size, seed)
+              for index, (real, families) in enumerate(realised)]
     verifier_seconds = 0.0
-    reports = []
-    for index, (real, families) in enumerate(realised):
-        name = real.scenario.name
-        tau = float(round_tolerance(dtype, real.vocab, real.k))
-        draft_gen = torch.Generator().manual_seed(seed * 1_000_003 + index)
-        # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
-        chunk = max(16, min(batch_size, (1 << 25) // ((2 * real.k + 1) * real.vocab)))
-        counts = [np.zeros(f.n_keys) for f in families]
-        impossible = [0, 0]
-        rows = 0
-        findings: list[Finding] = []
-        rejected = 0
-        stopped = False
-        for look, fraction in enumerate(LOOKS):
-            goal = max(1, int(round(per_scenario * fraction)))
-            while rows < goal:
-                n = min(chunk, goal - rows)
-                drafts = real.sample_drafts(n, draft_gen)
-                draft_rows, target_rows = real.rows(drafts)
-                gen = torch.Generator(device=torch_device).manual_seed(
-                    (seed * 7_919 + index * 104_729 + rows) % (2**63))
-                t0 = time.perf_counter()
-                out = _call(verify, (draft_rows, target_rows, drafts.to(torch_device), gen), timeout, name)
-                if torch_device.type == "cuda":
-                    torch.cuda.synchronize()
-                verifier_seconds += time.perf_counter() - t0
-                emitted = _validate_output(out, n, real.k, real.vocab, name)
-                zero_token, mismatch = _impossible(emitted, drafts, target_rows)
-                impossible[0] += zero_token
-                impossible[1] += mismatch
-                for fam, cnt in zip(families, counts):
-                    cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
-                rows += n
-            findings, rejected = _evaluate(name, families, counts, impossible, rows, tau, c)
-            say(f"{name}: {rows} rows, look {look + 1}/{len(LOOKS)}, {rejected} events rejected")
-            if rejected:
-                stopped = look < len(LOOKS) - 1
-                break
-        expected_all = np.concatenate([f.expected for f in families])
-        inner = expected_all[(expected_all > 0) & (expected_all < 1)]
-        hardest = float(inner[np.argmin(np.abs(inner - 0.5))]) if inner.size else 0.5
-        reports.append(ScenarioReport(
-            name=name, vocab=real.vocab, k=real.k, rows=rows, events=sum(f.size for f in families) + 2,
-            tolerance=tau, detectable_tv=min(1.0, tau + detectable_shift(hardest, rows, c, tau)),
-            stopped_early=stopped, findings=findings, rejected_events=rejected))
+    halted = False
+    # looks interleave the scenarios: every scenario gets 1/8 of its rows before any gets more, so a
+    # bug visible in one scenario only is flagged after a fraction of the run
+    for look, fraction in enumerate(LOOKS):
+        goal = max(1, int(round(per_scenario * fraction)))
+        for state in states:
+            if state.done:
+                continue
+            verifier_seconds += state.advance(goal, verify, torch_device, timeout)
+            state.findings, state.rejected = _evaluate(state.real.scenario.name, state.families,
+                                                       state.counts, state.impossible, state.rows,
+                                                       state.tau, c)
+            say(f"{state.real.scenario.name}: {state.rows} rows, look {look + 1}/{len(LOOKS)}, "
+                f"{state.rejected} events rejected")
+            if state.rejected:
+                state.done = True
+                state.stopped = look < len(LOOKS) - 1
+                if fail_fast:
+                    halted = True
+                    break
+        if halted:
+            break
+    reports = [state.report(c) for state in states]
     total = time.perf_counter() - start
     verdict = "fail" if any(r.findings for r in reports) else "pass"
     return CheckResult(verdict=verdict, dtype=dtype, device=str(torch_device), seed=seed, alpha=alpha,
                        samples=per_scenario, rule=rule_record.name if rule_record else None,
                        scenarios=reports, verifier_seconds=verifier_seconds,
                        harness_seconds=total - verifier_seconds)
+
+
+_PREPARED: dict[tuple[int, str, str, str | None], tuple[Scenario, Realisation, list[EventFamily]]] = {}
+
+
+def _prepared(scenario: Scenario, dtype: str, device: str,
+              rule: StepRule | None) -> tuple[Realisation, list[EventFamily]]:
+    """Realisation and event families of a scenario, cached: they are exact computations that do
+    not depend on the verifier (the scenario is kept alive in the cache so its id stays unique)."""
+    key = (id(scenario), dtype, device, rule.name if rule else None)
+    hit = _PREPARED.get(key)
+    if hit is None or hit[0] is not scenario:
+        if len(_PREPARED) > 256:
+            _PREPARED.clear()
+        real = scenario.realise(dtype, device)
+        hit = _PREPARED[key] = (scenario, real, build_families(real, rule))
+    return hit[1], hit[2]
+
+
+class _ScenarioState:
+    """Running counts of one scenario during a check."""
+
+    def __init__(self, index: int, real: Realisation, families: list[EventFamily], dtype: str,
+                 batch_size: int, seed: int):
+        self.index, self.real, self.families, self.seed = index, real, families, seed
+        self.tau = float(round_tolerance(dtype, real.vocab, real.k))
+        self.draft_gen = torch.Generator().manual_seed(seed * 1_000_003 + index)
+        # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
+        self.chunk = max(16, min(batch_size, (1 << 25) // ((2 * real.k + 1) * real.vocab)))
+        self.counts = [np.zeros(f.n_keys) for f in families]
+        self.impossible = [0, 0]
+        self.rows = 0
+        self.findings: list[Finding] = []
+        self.rejected = 0
+        self.done = False
+        self.stopped = False
+
+    def advance(self, goal: int, verify: Callable[..., Any], device: torch.device,
+                timeout: float | None) -> float:
+        """Run the verifier until ``goal`` rows; returns the seconds spent inside it."""
+        real, name, spent = self.real, self.real.scenario.name, 0.0
+        while self.rows < goal:
+            n = min(self.chunk, goal - self.rows)
+            drafts = real.sample_drafts(n, self.draft_gen)
+            draft_rows, target_rows = real.rows(drafts)
+            gen = torch.Generator(device=device).manual_seed(
+                (self.seed * 7_919 + self.index * 104_729 + self.rows) % (2**63))
+            t0 = time.perf_counter()
+            out = _call(verify, (draft_rows, target_rows, drafts.to(device), gen), timeout, name)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            spent += time.perf_counter() - t0
+            emitted = _validate_output(out, n, real.k, real.vocab, name)
+            zero_token, mismatch = _impossible(emitted, drafts, target_rows)
+            self.impossible[0] += zero_token
+            self.impossible[1] += mismatch
+            for fam, cnt in zip(self.families, self.counts):
+                cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
+            self.rows += n
+        return spent
+
+    def report(self, c: float) -> ScenarioReport:
+        expected_all = np.concatenate([f.expected for f in self.families])
+        inner = expected_all[(expected_all > 0) & (expected_all < 1)]
+        hardest = float(inner[np.argmin(np.abs(inner - 0.5))]) if inner.size else 0.5
+        rows = max(self.rows, 1)
+        return ScenarioReport(
+            name=self.real.scenario.name, vocab=self.real.vocab, k=self.real.k, rows=self.rows,
+            events=sum(f.size for f in self.families) + 2, tolerance=self.tau,
+            detectable_tv=min(1.0, self.tau + detectable_shift(hardest, rows, c, self.tau)),
+            stopped_early=self.stopped, findings=self.findings, rejected_events=self.rejected)
 
 
 def _evaluate(name: str, families: list[EventFamily], counts: list[np.ndarray], impossible: list[int],

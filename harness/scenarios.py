@@ -20,7 +20,7 @@ scenarios as a hypothesis strategy.
 
 from __future__ import annotations
 
-import itertools
+import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -305,8 +305,19 @@ def _block_vector() -> tuple[list[Fraction], list[Fraction]]:
     return [third, 2 * third], [2 * third, third]
 
 
+@functools.lru_cache(maxsize=8)
+def _default_suite(large_vocab: int) -> tuple[Scenario, ...]:
+    return tuple(_build_default_suite(large_vocab))
+
+
 def default_suite(*, large_vocab: int = 1000) -> list[Scenario]:
-    """The scenarios ``check_verifier`` runs by default (fixed seeds: results are reproducible)."""
+    """The scenarios ``check_verifier`` runs by default (fixed seeds: results are reproducible).
+
+    The same Scenario objects are returned on every call, so their exact laws are computed once."""
+    return list(_default_suite(large_vocab))
+
+
+def _build_default_suite(large_vocab: int) -> list[Scenario]:
     h = Fraction(1, 2)
     block_p, block_q = _block_vector()
     suite = [

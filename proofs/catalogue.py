@@ -30,18 +30,16 @@ then ``specproof prove --rule my_rule.py:my_rule`` (or :func:`prove_rule` with
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .arith import Arith
 from .backends.exact import ExactArith
 from .block import Tables, block_continued_law, block_target_law
 from .errors import SpecproofInputError
+from .loading import import_python_file
 from .outcomes import ProofResult, Verdict, solver_versions
 from .processors import PLACEMENTS, PROCESSORS, draft_from_r_law, processed_law
 from .provers import Settings, prove_step_rule, refutation
@@ -190,20 +188,7 @@ def load_user_rule(spec: str) -> CatalogueEntry:
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
         raise SpecproofInputError("--rule", f"{spec!r} is not PATH.py:NAME", "write e.g. my_rules.py:my_rule")
-    path = Path(path_text)
-    if path.suffix != ".py" or not path.is_file():
-        raise SpecproofInputError("--rule", f"{path_text!r} is not an existing .py file",
-                                  "give the path of the Python file that defines the rule")
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-    module_spec = importlib.util.spec_from_file_location(f"specproof_user_rule_{digest}", path)
-    if module_spec is None or module_spec.loader is None:
-        raise SpecproofInputError("--rule", f"cannot import {path_text!r}", "pass a Python source file")
-    module = importlib.util.module_from_spec(module_spec)
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as err:  # the user's file: any error is a usage error
-        raise SpecproofInputError("--rule", f"importing {path_text!r} failed: {type(err).__name__}: {err}",
-                                  "fix the file so that it imports cleanly") from None
+    module = import_python_file(path_text, "--rule")
     candidates = sorted(k for k, v in vars(module).items() if isinstance(v, (StepRule, CatalogueEntry)))
     if not hasattr(module, name):
         raise SpecproofInputError("--rule", f"{path_text!r} defines no {name!r}",

@@ -1,0 +1,57 @@
+"""Verifiers used as ``specproof check`` targets in the CLI tests (well-behaved and misbehaving)."""
+
+import time
+
+import torch
+
+from specproof.impls import canonical_ratio_race
+from specproof.impls.mutants import resample_from_target
+
+
+def exact(draft_probs, target_probs, draft_token_ids, generator):
+    return canonical_ratio_race(draft_probs, target_probs, draft_token_ids, generator)
+
+
+def lossy(draft_probs, target_probs, draft_token_ids, generator):
+    return resample_from_target(draft_probs, target_probs, draft_token_ids, generator)
+
+
+def raises(draft_probs, target_probs, draft_token_ids, generator):
+    raise RuntimeError("kernel exploded")
+
+
+def hangs(draft_probs, target_probs, draft_token_ids, generator):
+    while True:
+        time.sleep(0.01)
+
+
+def wrong_shape(draft_probs, target_probs, draft_token_ids, generator):
+    return torch.zeros(draft_token_ids.shape, dtype=torch.int64)
+
+
+def wrong_dtype(draft_probs, target_probs, draft_token_ids, generator):
+    return exact(draft_probs, target_probs, draft_token_ids, generator).to(torch.int32)
+
+
+def out_of_range(draft_probs, target_probs, draft_token_ids, generator):
+    out = exact(draft_probs, target_probs, draft_token_ids, generator)
+    out[:, 0] = draft_probs.shape[-1]
+    return out
+
+
+def holes(draft_probs, target_probs, draft_token_ids, generator):
+    out = exact(draft_probs, target_probs, draft_token_ids, generator)
+    out[:, 1] = -1
+    out[:, 2] = 0
+    return out
+
+
+def not_a_tensor(draft_probs, target_probs, draft_token_ids, generator):
+    return [[0]]
+
+
+def two_arguments(draft_probs, target_probs):
+    return None
+
+
+NOT_CALLABLE = 3
