@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from specproof.proofs.arith import Arith
+from specproof.proofs.arith import Arith, CompareByOperator
 from specproof.proofs.backends.exact import exact_scalar
 
 __all__ = ["DVec", "QVec", "FastExactArith"]
@@ -67,7 +67,7 @@ def _lcm(a: int, b: int) -> int:
     return a // math.gcd(a, b) * b
 
 
-class FastExactArith(Arith):
+class FastExactArith(CompareByOperator, Arith):
     """Exact, vectorised; one instance per computation (it memoises products of its operands)."""
 
     name = "fast-exact"
@@ -277,15 +277,6 @@ class FastExactArith(Arith):
         an, bn, _ = self._align(a, b)  # denominators are positive, so comparing numerators suffices
         out = op(an, bn)
         return np.asarray(out, dtype=bool) if isinstance(out, np.ndarray) else bool(out)
-
-    def lt(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x < y, a, b)
-
-    def le(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x <= y, a, b)
-
-    def eq(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x == y, a, b)
 
     def select(self, cond: Any, a: Any, b: Any) -> Any:
         a, b = self._lift(a), self._lift(b)

@@ -13,10 +13,11 @@ the primitives, so every backend agrees on what ``relu`` or ``safe_div`` mean.
 from __future__ import annotations
 
 import abc
+import operator
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["Arith"]
+__all__ = ["Arith", "TupleVectors", "CompareByOperator"]
 
 
 class Arith(abc.ABC):
@@ -132,3 +133,41 @@ class Arith(abc.ABC):
                 acc = self.add(acc, self.select(ahead, weights[y], self.zero))
             out.append(acc)
         return tuple(out)
+
+
+class CompareByOperator:
+    """``lt``/``le``/``eq`` for backends that implement one ``_compare(op, a, b)`` applying a Python
+    comparison operator elementwise to their own values."""
+
+    def _compare(self, op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:  # pragma: no cover
+        raise TypeError(f"{type(self).__name__} must implement _compare")
+
+    def lt(self, a: Any, b: Any) -> Any:
+        return self._compare(operator.lt, a, b)
+
+    def le(self, a: Any, b: Any) -> Any:
+        return self._compare(operator.le, a, b)
+
+    def eq(self, a: Any, b: Any) -> Any:
+        return self._compare(operator.eq, a, b)
+
+
+class TupleVectors:
+    """Elementwise application for backends whose vectors are tuples (exact, sympy, z3): a binary
+    ``f`` broadcasts a scalar against a vector; two vectors must have one length."""
+
+    def _lift(self, x: Any) -> Any:  # pragma: no cover - every user overrides it
+        return x
+
+    def _map(self, f: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+        a, b = self._lift(a), self._lift(b)
+        a_vec, b_vec = isinstance(a, tuple), isinstance(b, tuple)
+        if a_vec and b_vec:
+            if len(a) != len(b):
+                raise ValueError(f"vector lengths differ: {len(a)} vs {len(b)}")
+            return tuple(f(x, y) for x, y in zip(a, b))
+        if a_vec:
+            return tuple(f(x, b) for x in a)
+        if b_vec:
+            return tuple(f(a, y) for y in b)
+        return f(a, b)

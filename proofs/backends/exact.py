@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
-from ..arith import Arith
+from ..arith import Arith, CompareByOperator, TupleVectors
 
 __all__ = ["ExactArith", "ExactLog", "ExactLogSum", "exact_scalar"]
 
@@ -134,7 +134,7 @@ def _log_compare(x: Any, y: Any) -> int:
     return (left > right) - (left < right)
 
 
-class ExactArith(Arith):
+class ExactArith(TupleVectors, CompareByOperator, Arith):
     """Exact rationals, element by element."""
 
     name = "exact"
@@ -149,19 +149,6 @@ class ExactArith(Arith):
         if isinstance(x, list):
             return tuple(x)
         return exact_scalar(x)
-
-    def _map(self, f: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
-        a, b = self._lift(a), self._lift(b)
-        a_vec, b_vec = isinstance(a, tuple), isinstance(b, tuple)
-        if a_vec and b_vec:
-            if len(a) != len(b):
-                raise ValueError(f"vector lengths differ: {len(a)} vs {len(b)}")
-            return tuple(f(x, y) for x, y in zip(a, b))
-        if a_vec:
-            return tuple(f(x, b) for x in a)
-        if b_vec:
-            return tuple(f(a, y) for y in b)
-        return f(a, b)
 
     @staticmethod
     def _add(x: Any, y: Any) -> Any:
@@ -226,15 +213,6 @@ class ExactArith(Arith):
             return op(self._key(x), self._key(y))
 
         return self._map(cmp, a, b)
-
-    def lt(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x < y, a, b)
-
-    def le(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x <= y, a, b)
-
-    def eq(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x == y, a, b)
 
     def select(self, cond: Any, a: Any, b: Any) -> Any:
         if isinstance(cond, bool):

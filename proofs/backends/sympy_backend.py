@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import sympy
 
-from ..arith import Arith
+from ..arith import Arith, TupleVectors
 
 __all__ = ["SympyArith", "SympyLog"]
 
@@ -31,7 +31,7 @@ class SympyLog:
     arg: Any
 
 
-class SympyArith(Arith):
+class SympyArith(TupleVectors, Arith):
     """Symbolic real arithmetic with sympy."""
 
     name = "sympy"
@@ -50,19 +50,6 @@ class SympyArith(Arith):
         if isinstance(x, (int, Fraction)):
             return self.const(x)
         raise TypeError(f"SympyArith takes sympy expressions, ints or Fractions, got {type(x).__name__}")
-
-    def _map(self, f: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
-        a, b = self._lift(a), self._lift(b)
-        a_vec, b_vec = isinstance(a, tuple), isinstance(b, tuple)
-        if a_vec and b_vec:
-            if len(a) != len(b):
-                raise ValueError(f"vector lengths differ: {len(a)} vs {len(b)}")
-            return tuple(f(x, y) for x, y in zip(a, b))
-        if a_vec:
-            return tuple(f(x, b) for x in a)
-        if b_vec:
-            return tuple(f(a, y) for y in b)
-        return f(a, b)
 
     @staticmethod
     def _numbers(op: str, f: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

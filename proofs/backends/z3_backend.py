@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import z3
 
-from ..arith import Arith
+from ..arith import Arith, CompareByOperator, TupleVectors
 
 __all__ = ["Z3Arith", "Z3Log", "z3_fraction"]
 
@@ -44,7 +44,7 @@ def z3_fraction(value: Any) -> Fraction:
     raise TypeError(f"not a z3 real numeral: {value!r}")
 
 
-class Z3Arith(Arith):
+class Z3Arith(TupleVectors, CompareByOperator, Arith):
     """Real arithmetic as z3 terms in one private :class:`z3.Context`."""
 
     name = "z3"
@@ -95,19 +95,6 @@ class Z3Arith(Arith):
         if isinstance(x, (int, Fraction)):
             return self.const(x)
         raise TypeError(f"Z3Arith takes z3 terms, ints or Fractions, got {type(x).__name__}")
-
-    def _map(self, f: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
-        a, b = self._lift(a), self._lift(b)
-        a_vec, b_vec = isinstance(a, tuple), isinstance(b, tuple)
-        if a_vec and b_vec:
-            if len(a) != len(b):
-                raise ValueError(f"vector lengths differ: {len(a)} vs {len(b)}")
-            return tuple(f(x, y) for x, y in zip(a, b))
-        if a_vec:
-            return tuple(f(x, b) for x in a)
-        if b_vec:
-            return tuple(f(a, y) for y in b)
-        return f(a, b)
 
     @staticmethod
     def _add(x: Any, y: Any) -> Any:
@@ -161,15 +148,6 @@ class Z3Arith(Arith):
             return op(x, y)
 
         return self._map(cmp, a, b)
-
-    def lt(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x < y, a, b)
-
-    def le(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x <= y, a, b)
-
-    def eq(self, a: Any, b: Any) -> Any:
-        return self._compare(lambda x, y: x == y, a, b)
 
     def select(self, cond: Any, a: Any, b: Any) -> Any:
         cond, a, b = self._lift(cond), self._lift(a), self._lift(b)
