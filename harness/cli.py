@@ -19,7 +19,7 @@ from specproof.proofs.errors import SpecproofInputError
 __all__ = ["main", "build_parser", "SUBCOMMAND_MODULES"]
 
 # module (relative to specproof.harness) per subcommand, in help order
-SUBCOMMAND_MODULES = ("reference_cli", "prove_cli", "check_cli", "bench_reference")
+SUBCOMMAND_MODULES = ("reference_cli", "prove_cli", "check_cli", "bench_reference", "report_cli", "compare_cli")
 
 
 def _version() -> str:

@@ -36,7 +36,10 @@ the last uniform changing the accepted prefix, boundaries out of order) makes th
 
 Verdict against the exact law of the claimed rule (``proofs.sequences.round_law``, or
 ``proofs.block.block_round_law`` for ``rule="block"``) on the same rounded, renormalised pair: any mass
-on a sequence of ideal probability 0 is ``impossible-mass`` (``u <= p/q`` with ``u == 0``); otherwise
+on a sequence containing a token of target probability 0 at its prefix is ``impossible-mass`` (``u <= p/q``
+with ``u == 0`` accepting a draft with ``p(x) = 0``): no lossless implementation can emit it.  Mass moved
+between possible sequences (a log-space test rejecting when ``p == q`` because ``log u`` is absorbed
+by ``log q``, say) is drift, measured by the TV; otherwise
 ``exact`` (TV 0), ``within-grid-tolerance`` (TV at most ``min(1, (K+1)(delta + V delta/2 + (V+3) u))``,
 :func:`grid_round_tolerance`, which is :func:`~specproof.harness.tolerances.round_tolerance` with the
 grid's own ``delta``) or ``algorithmic-bias``.
@@ -152,6 +155,11 @@ def grid_round_tolerance(grid: UniformGrid, vocab: int, k: int) -> Fraction:
     return min(Fraction(1), (k + 1) * (delta + vocab * delta / 2 + (vocab + 3) * u))
 
 
+def _target_possible(pair: Any, seq: tuple[int, ...]) -> bool:
+    """``prod_i p(seq_i | seq_<i) > 0``: every token has positive target probability at its prefix."""
+    return all(pair.target[seq[:i]][tok] > 0 for i, tok in enumerate(seq))
+
+
 def ideal_round_law(pair: ToyPair, rule: str) -> SequenceLaw:
     """The exact law of one round of ``rule`` (a step rule's ``round_law``, or block verification)."""
     if rule == "block":
@@ -192,6 +200,7 @@ class GridDrift:
     calls: int = 0
     rows: int = 0
     elapsed_s: float = 0.0
+    impossible: tuple[tuple[int, ...], ...] = ()
 
     @property
     def verdict(self) -> GridVerdict:
@@ -205,7 +214,8 @@ class GridDrift:
 
     @property
     def impossible_sequences(self) -> list[tuple[int, ...]]:
-        return sorted(s for s, m in self.law.items() if m > 0 and not self.ideal.get(s))
+        """Emitted sequences with a token of target probability 0 at its prefix."""
+        return sorted(self.impossible)
 
     def cells(self) -> list[tuple[tuple[int, ...], Fraction, Fraction]]:
         """``(sequence, grid mass, ideal mass)`` for every sequence, largest deviation first."""
@@ -407,10 +417,11 @@ def measure_grid(fn: Any, source: Any, *, dtype: Any = None, rule: str | None = 
     total = grid_.total
     columns = tuple((x, qx, tuple(Fraction(grid_.mass_below(int(j)), total) for j in thresholds[s].tolist()))
                     for s, (x, qx) in enumerate(zip(drafts, weights)))
-    impossible = sum((m for s, m in law.items() if m > 0 and not ideal.get(s)), Fraction(0))
+    impossible_seqs = tuple(s for s, m in law.items() if m > 0 and not _target_possible(exact, s))
+    impossible = sum((law[s] for s in impossible_seqs), Fraction(0))
     return GridDrift(name, rule, pair.dtype, grid_, vocab, k, law, ideal, law_tv(law, ideal),
                      grid_round_tolerance(grid_, vocab, k), impossible, tuple(violations[:20]), columns,
-                     box.calls, box.rows, time.perf_counter() - start)
+                     box.calls, box.rows, time.perf_counter() - start, impossible_seqs)
 
 
 def _column_thresholds(box: _BlackBox, n_seq: int) -> tuple[torch.Tensor, list[str]]:
