@@ -19,7 +19,8 @@ from specproof.proofs.errors import SpecproofInputError
 __all__ = ["main", "build_parser", "SUBCOMMAND_MODULES"]
 
 # module (relative to specproof.harness) per subcommand, in help order
-SUBCOMMAND_MODULES = ("reference_cli", "prove_cli", "check_cli", "bench_reference", "report_cli", "compare_cli")
+SUBCOMMAND_MODULES = ("reference_cli", "prove_cli", "check_cli", "report_cli", "compare_cli", "bench_cli",
+                      "bench_reference")
 
 
 def _version() -> str:
