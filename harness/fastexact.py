@@ -110,6 +110,11 @@ class FastExactArith(CompareByOperator, Arith):
         return x.numerator * factor
 
     def _align_q(self, a: Any, b: Any) -> tuple[Any, Any, Any]:
+        # a zero vector is 0 over any denominator: no cross multiplication (safe_div's fallback)
+        if isinstance(a, DVec) and isinstance(b, QVec) and not a.num.any():
+            return a.num, b.num, b.den
+        if isinstance(b, DVec) and isinstance(a, QVec) and not b.num.any():
+            return a.num, b.num, a.den
         qa, qb = self._as_q(a), self._as_q(b)
         if qa[1] is qb[1]:
             return qa[0], qb[0], qa[1]
