@@ -6,21 +6,9 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
+from .report_analysis import fmt as _num
+
 __all__ = ["render_markdown"]
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, str):
-        return x
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return f"{x:,}"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
 
 
 def _method_cell(method: dict[str, Any]) -> str:

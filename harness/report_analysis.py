@@ -42,6 +42,8 @@ def fmt(x: Any, digits: int = 3) -> str:
         return "inf" if x > 0 else "nan"
     if x == 0:
         return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 
 
