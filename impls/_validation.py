@@ -119,15 +119,9 @@ def _check_uniforms(uniforms: object, probs: torch.Tensor, shape: tuple[int, ...
                          f"{where}. Fix: draw them with torch.rand.")
 
 
-def check_round(draft_probs: object, target_probs: object, draft_token_ids: object, *,
-                generator: object = None, uniforms: object = None,
-                needs_generator: bool = True) -> RoundShape:
-    """Validate a batched round: ``draft_probs [B,K,V]``, ``target_probs [B,K+1,V]``, ids ``[B,K]``.
-
-    With ``uniforms`` given (uniform-injection contract) it must be ``[B, K+1]`` in the dtype of the
-    probabilities; otherwise a ``torch.Generator`` on the probabilities' device is required unless
-    ``needs_generator`` is false (deterministic rules such as greedy accept ``None``).
-    """
+def _require_round_tensors(draft_probs: object, target_probs: object,
+                           draft_token_ids: object) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tensors, float probabilities in one dtype, int64 ids: the checks every contract starts with."""
     draft_probs = _require_tensor("draft_probs", draft_probs)
     target_probs = _require_tensor("target_probs", target_probs)
     draft_token_ids = _require_tensor("draft_token_ids", draft_token_ids)
@@ -138,6 +132,20 @@ def check_round(draft_probs: object, target_probs: object, draft_token_ids: obje
                         f"{target_probs.dtype}; both sides must arrive in the dtype under test. "
                         f"Fix: cast one side, e.g. draft_probs.to(target_probs.dtype).")
     _require_ids("draft_token_ids", draft_token_ids)
+    return draft_probs, target_probs, draft_token_ids
+
+
+def check_round(draft_probs: object, target_probs: object, draft_token_ids: object, *,
+                generator: object = None, uniforms: object = None,
+                needs_generator: bool = True) -> RoundShape:
+    """Validate a batched round: ``draft_probs [B,K,V]``, ``target_probs [B,K+1,V]``, ids ``[B,K]``.
+
+    With ``uniforms`` given (uniform-injection contract) it must be ``[B, K+1]`` in the dtype of the
+    probabilities; otherwise a ``torch.Generator`` on the probabilities' device is required unless
+    ``needs_generator`` is false (deterministic rules such as greedy accept ``None``).
+    """
+    draft_probs, target_probs, draft_token_ids = _require_round_tensors(draft_probs, target_probs,
+                                                                        draft_token_ids)
     if draft_probs.dim() != 3:
         raise ValueError(f"draft_probs must have shape [B, K, V]; got {list(draft_probs.shape)}. "
                          f"Fix: for one draft per row use draft_probs.unsqueeze(1).")
@@ -187,15 +195,8 @@ def check_multidraft(draft_probs: object, target_probs: object, draft_token_ids:
 
     The returned shape reports the sibling count ``n`` as ``drafts``.
     """
-    draft_probs = _require_tensor("draft_probs", draft_probs)
-    target_probs = _require_tensor("target_probs", target_probs)
-    draft_token_ids = _require_tensor("draft_token_ids", draft_token_ids)
-    _require_float("draft_probs", draft_probs)
-    _require_float("target_probs", target_probs)
-    if draft_probs.dtype != target_probs.dtype:
-        raise TypeError(f"draft_probs is {draft_probs.dtype} but target_probs is "
-                        f"{target_probs.dtype}; cast one side to the dtype under test.")
-    _require_ids("draft_token_ids", draft_token_ids)
+    draft_probs, target_probs, draft_token_ids = _require_round_tensors(draft_probs, target_probs,
+                                                                        draft_token_ids)
     if draft_probs.dim() != 2:
         raise ValueError(f"draft_probs must have shape [B, V] (the one law all siblings were drawn "
                          f"from); got {list(draft_probs.shape)}.")
