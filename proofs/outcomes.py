@@ -26,6 +26,7 @@ import z3
 
 __all__ = [
     "Verdict",
+    "Basis",
     "Obligation",
     "Counterexample",
     "WorstCase",
@@ -43,9 +44,22 @@ DEFAULT_RLIMIT = 20_000_000
 
 class Verdict(str, enum.Enum):
     PROVED = "PROVED"
+    BOUNDED = "BOUNDED"
     REFUTED = "REFUTED"
     INCONCLUSIVE = "INCONCLUSIVE"
     VACUOUS = "VACUOUS"
+
+
+class Basis(str, enum.Enum):
+    """What an obligation's verdict rests on.
+
+    ``machine``: a solver or exact computation checked it for the stated domain; ``bounded``: checked
+    only for the sizes in the obligation's ``detail`` (never evidence for every ``n``); ``assumption``:
+    not checked here, taken from the named ``source`` (a paper lemma, a textbook fact)."""
+
+    MACHINE = "machine"
+    BOUNDED = "bounded"
+    ASSUMPTION = "assumption"
 
 
 def combine(verdicts: Any) -> Verdict:
@@ -96,10 +110,13 @@ class Obligation:
     method: str
     seconds: float = 0.0
     detail: str = ""
+    basis: Basis = Basis.MACHINE
+    source: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "statement": self.statement, "verdict": self.verdict.value,
-                "method": self.method, "seconds": round(self.seconds, 4), "detail": self.detail}
+                "method": self.method, "seconds": round(self.seconds, 4), "detail": self.detail,
+                "basis": self.basis.value, "source": self.source}
 
 
 @dataclass(frozen=True)
