@@ -3,7 +3,10 @@
 Every JSON file specproof writes carries ``schema`` (an integer per file kind) and ``provenance``:
 git commit and dirty flag of the working tree, package versions, python, platform, CPU model, device,
 and the date.  Files are written atomically: to a temporary file in the same folder, then renamed,
-so an interrupted run never leaves half a file.
+so an interrupted run never leaves half a file.  A new file gets the ordinary mode (``0666`` less the
+umask), a replaced file keeps its mode, and a symbolic link is written through (the link stays).
+Commands call :func:`check_output_path` on every output argument before their run, so a bad path is
+refused before any work.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ import datetime as _dt
 import json
 import os
 import platform
+import secrets
+import stat
 import subprocess
-import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-__all__ = ["provenance", "atomic_write_text", "write_json", "git_state", "cpu_model", "device_name"]
+from specproof.proofs.errors import SpecproofInputError
+
+__all__ = ["provenance", "atomic_write_text", "write_json", "check_output_path", "git_state", "cpu_model",
+           "device_name"]
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,13 +92,73 @@ def provenance(*, device: str = "cpu", dtypes: list[str] | None = None, seeds: l
     return record
 
 
+def _writable_dir(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def check_output_path(path: str | os.PathLike[str] | None, argument: str, *, folder: bool = False) -> None:
+    """Refuse an output path that the run could not write, before the run.
+
+    ``folder=False``: ``path`` names a file (followed through symbolic links); its folder must exist
+    and be writable, and the file, if present, must be a writable regular file.  ``folder=True``:
+    ``path`` names a folder that the command creates or replaces; it must not be a file, and its
+    nearest existing ancestor must be a writable folder.  ``None`` (no output asked) passes.
+    Raises :class:`SpecproofInputError` naming ``argument`` and the fix.
+    """
+    if path is None:
+        return
+    given = os.fspath(path)
+    if not str(given).strip():
+        raise SpecproofInputError(argument, "the path is empty", "give a file path")
+    target = Path(os.path.realpath(given))
+    if folder:
+        if target.exists() and not target.is_dir():
+            raise SpecproofInputError(argument, f"{given!r} is a file, not a folder",
+                                      "pass a folder path (it is created if missing)")
+        ancestor = target.parent
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+        if not ancestor.is_dir() or not _writable_dir(ancestor):
+            raise SpecproofInputError(argument, f"cannot create {given!r}: {str(ancestor)!r} is not a "
+                                      "writable folder", "choose a folder you can write to")
+        return
+    if target.is_dir():
+        raise SpecproofInputError(argument, f"{given!r} is a folder",
+                                  f"give a file path, e.g. {os.path.join(given, 'result.json')!r}")
+    parent = target.parent
+    if not parent.is_dir():
+        raise SpecproofInputError(argument, f"the folder {str(parent)!r} does not exist",
+                                  f"create it first (mkdir -p {str(parent)!r}) or choose another path")
+    if not _writable_dir(parent):
+        raise SpecproofInputError(argument, f"the folder {str(parent)!r} is not writable",
+                                  "choose a folder you can write to")
+    if target.exists():
+        if not target.is_file():
+            raise SpecproofInputError(argument, f"{given!r} is not a regular file", "give a file path")
+        if not os.access(target, os.W_OK):
+            raise SpecproofInputError(argument, f"{given!r} exists and is not writable",
+                                      "make it writable (chmod u+w) or choose another path")
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    target = Path(path)
+    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename).
+
+    A symbolic link is followed: its target is replaced and the link kept.  A new file gets mode
+    ``0666`` less the umask, as ``open()`` gives; a replaced file keeps its mode.  Returns ``path``.
+    """
+    given = Path(path)
+    target = Path(os.path.realpath(given))
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        keep_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        keep_mode = None
+    tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if keep_mode is not None:
+                os.fchmod(handle.fileno(), keep_mode)
             handle.write(text)
         os.replace(tmp, target)
     except BaseException:
@@ -100,7 +167,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
         except OSError:
             pass
         raise
-    return target
+    return given
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:
