@@ -1,28 +1,33 @@
-"""specproof.harness: exact references, drift measurement, statistical checks, CLI."""
+"""specproof.harness: exact references, drift measurement, statistical checks, CLI.
 
-from specproof.proofs.errors import SpecproofInputError
-from specproof.proofs.sequences import ToyPair, continued_law, law_tv, round_law, target_law
+Public names load their submodule on first use (:mod:`specproof.proofs.lazy_exports`), so the command
+line starts without torch, sympy or z3 unless the command needs them.
+"""
 
-from .asserts import assert_lossless
-from .check import CheckResult, ContractViolation, Finding, ScenarioReport, VerifierError, check_verifier
-from .convert import DTYPES, DtypeInfo, dtype_info, dyadic_array, to_exact
-from .drift import DriftResult, ErrorModel, FieldDrift, LawDrift, measure_whitebox, round_to_dtype
-from .grid import (GridDrift, GridVerdict, UniformGrid, grid_round_tolerance, ideal_round_law, measure_grid,
-                   uniform_grid)
-from .reference import ExactReference, ExactVector, Normalisation, exact_reference, sum_bound
-from .scenarios import Scenario, default_suite, scenario_strategy
-from .softmax import SoftmaxReference, exact_softmax
-from .statistics import critical_value, detectable_shift, samples_for_shift
-from .tolerances import round_tolerance, step_tolerance
+from __future__ import annotations
 
-__all__ = [
-    "CheckResult", "ContractViolation", "DTYPES", "DriftResult", "DtypeInfo", "ErrorModel",
-    "ExactReference", "ExactVector", "FieldDrift", "Finding", "GridDrift", "GridVerdict", "LawDrift",
-    "Normalisation", "Scenario", "ScenarioReport", "SoftmaxReference", "SpecproofInputError", "ToyPair",
-    "UniformGrid", "VerifierError", "assert_lossless", "check_verifier", "continued_law",
-    "critical_value", "default_suite", "detectable_shift", "dtype_info", "dyadic_array",
-    "exact_reference", "exact_softmax", "grid_round_tolerance", "ideal_round_law", "law_tv",
-    "measure_grid", "measure_whitebox", "round_law", "round_to_dtype", "round_tolerance",
-    "samples_for_shift", "scenario_strategy", "step_tolerance", "sum_bound", "target_law", "to_exact",
-    "uniform_grid",
-]
+from specproof.proofs.lazy_exports import make_lazy
+
+_EXPORTS: dict[str, str] = {  # public name -> the module that defines it
+    "SpecproofInputError": "specproof.proofs.errors",
+    **dict.fromkeys(("ToyPair", "continued_law", "law_tv", "round_law", "target_law"),
+                    "specproof.proofs.sequences"),
+    "assert_lossless": "asserts",
+    **dict.fromkeys(("CheckResult", "ContractViolation", "Finding", "ScenarioReport", "VerifierError",
+                     "check_verifier"), "check"),
+    **dict.fromkeys(("DTYPES", "DtypeInfo", "dtype_info", "dyadic_array", "to_exact"), "convert"),
+    **dict.fromkeys(("DriftResult", "ErrorModel", "FieldDrift", "LawDrift", "measure_whitebox",
+                     "round_to_dtype"), "drift"),
+    **dict.fromkeys(("GridDrift", "GridVerdict", "UniformGrid", "grid_round_tolerance", "ideal_round_law",
+                     "measure_grid", "uniform_grid"), "grid"),
+    **dict.fromkeys(("ExactReference", "ExactVector", "Normalisation", "exact_reference", "sum_bound"),
+                    "reference"),
+    **dict.fromkeys(("Scenario", "default_suite", "scenario_strategy"), "scenarios"),
+    **dict.fromkeys(("SoftmaxReference", "exact_softmax"), "softmax"),
+    **dict.fromkeys(("critical_value", "detectable_shift", "samples_for_shift"), "statistics"),
+    **dict.fromkeys(("round_tolerance", "step_tolerance"), "tolerances"),
+}
+
+make_lazy(__name__, _EXPORTS)
+
+__all__ = sorted(_EXPORTS)

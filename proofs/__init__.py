@@ -8,42 +8,35 @@
   user rules via :func:`load_user_rule` (``path.py:name``).
 """
 
-from .arith import Arith
-from .backends import ExactArith, ExactLog, ExactLogSum, SympyArith, TorchArith, Z3Arith
-from .errors import SpecproofInputError
-from .sequences import (
-    MAX_SEQUENCES,
-    SequenceLaw,
-    ToyPair,
-    check_enumeration,
-    continued_law,
-    law_tv,
-    round_law,
-    target_law,
-)
-from .rules import (
-    CANONICAL,
-    CANONICAL_LESS_EQUAL,
-    CANONICAL_LOG,
-    CANONICAL_MULTIPLICATION,
-    ENSEMBLE,
-    GREEDY,
-    LENIENCE,
-    RESAMPLE_FROM_TARGET,
-    TOP_K_ACCEPT,
-    TYPICAL,
-    StepLaw,
-    StepRule,
-    get_step_rule,
-    register_step_rule,
-    step_law,
-    step_rules,
-)
-from .outcomes import DEFAULT_RLIMIT, Counterexample, Obligation, ProofResult, Verdict, WorstCase
-from .search import PairLaw
-from .provers import Settings, prove_step_rule
-from .theorems import Theorem, prove_theorem, theorems
-from .catalogue import CatalogueEntry, catalogue, load_user_rule, prove_all, prove_rule, resolve_rule
+# Imported on first use (PEP 562): the backends pull in torch, sympy and z3, seconds that a command
+# which needs none of them (``--help``, ``reference``) should not pay.
+from __future__ import annotations
+
+from .lazy_exports import make_lazy
+
+_EXPORTS: dict[str, str] = {  # public name -> the submodule that defines it
+    "Arith": "arith",
+    **dict.fromkeys(("ExactArith", "ExactLog", "ExactLogSum"), "backends.exact"),
+    "SympyArith": "backends.sympy_backend",
+    "TorchArith": "backends.torch_backend",
+    "Z3Arith": "backends.z3_backend",
+    "SpecproofInputError": "errors",
+    **dict.fromkeys(("MAX_SEQUENCES", "SequenceLaw", "ToyPair", "check_enumeration", "continued_law",
+                     "law_tv", "round_law", "target_law"), "sequences"),
+    **dict.fromkeys(("CANONICAL", "CANONICAL_LESS_EQUAL", "CANONICAL_LOG", "CANONICAL_MULTIPLICATION",
+                     "ENSEMBLE", "GREEDY", "LENIENCE", "RESAMPLE_FROM_TARGET", "TOP_K_ACCEPT", "TYPICAL",
+                     "StepLaw", "StepRule", "get_step_rule", "register_step_rule", "step_law",
+                     "step_rules"), "rules"),
+    **dict.fromkeys(("DEFAULT_RLIMIT", "Counterexample", "Obligation", "ProofResult", "Verdict",
+                     "WorstCase"), "outcomes"),
+    "PairLaw": "search",
+    **dict.fromkeys(("Settings", "prove_step_rule"), "provers"),
+    **dict.fromkeys(("Theorem", "prove_theorem", "theorems"), "theorems"),
+    **dict.fromkeys(("CatalogueEntry", "catalogue", "load_user_rule", "prove_all", "prove_rule",
+                     "resolve_rule"), "catalogue"),
+}
+
+make_lazy(__name__, _EXPORTS)
 
 __all__ = [
     "Arith",
