@@ -22,9 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
-
-from .provenance import provenance, write_json
+from .provenance import check_output_path, provenance, write_json
 from .report_compare import FAIL_ON, MARKS, compare_documents
 from .report_schema import load_results
 
@@ -48,16 +46,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _check_json_path(path: Path | None) -> None:
-    if path is None:
-        return
-    if path.is_dir():
-        raise SpecproofInputError("--json", f"{str(path)!r} is a directory", "give a file path, e.g. compare.json")
-    existing = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise SpecproofInputError("--json", f"{existing} is not a directory", "give a path inside a directory")
-
-
 def _head(document: dict[str, Any]) -> str:
     prov = document["provenance"]
     git = prov.get("git", {})
@@ -66,7 +54,7 @@ def _head(document: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_json_path(args.json)
+    check_output_path(args.json, "--json")
     baseline = load_results(args.baseline, "BASELINE")
     current = load_results(args.current, "CURRENT")
     comparison = compare_documents(baseline, current)

@@ -146,17 +146,27 @@ def _scalar_to_fraction(x: Any, argument: str) -> Fraction:
                               "pass ints, Fractions, sympy Rationals, floats, numpy arrays or torch tensors")
 
 
-def _array_float64(x: Any, argument: str) -> tuple[np.ndarray, str]:
-    """A float numpy array / tensor widened exactly to float64, and its source dtype name."""
+def _array_values(x: Any, argument: str) -> tuple[np.ndarray, str]:
+    """A numpy array / tensor as exact numpy data and its source dtype name: floats widened exactly to
+    float64 (any float format fits), integers as an object array of Python ints ('exact': an int64
+    above 2^53 has no float64 form).  Complex, bool and other dtypes are refused."""
     if _is_tensor(x):
         torch = _torch()
+        if x.dtype.is_complex:
+            raise SpecproofInputError(argument, f"is a complex tensor ({x.dtype})",
+                                      "pass real probabilities (e.g. x.real, after checking x.imag is 0)")
+        if x.dtype == torch.bool:
+            raise SpecproofInputError(argument, "is a bool tensor", "pass probabilities, logits or integer counts")
         if not x.dtype.is_floating_point:
-            return x.detach().cpu().numpy().astype(np.float64), "exact"
+            return np.array(x.detach().cpu().tolist(), dtype=object), "exact"
         name = dtype_name(x.dtype)
         return x.detach().to(device="cpu", dtype=torch.float64).numpy(), name
     arr = np.asarray(x)
     if arr.dtype.kind in "iu":
-        return arr.astype(np.float64), "exact"
+        return arr.astype(object), "exact"  # numpy ints -> Python ints, exactly
+    if arr.dtype.kind == "c":
+        raise SpecproofInputError(argument, f"is a complex array ({arr.dtype})",
+                                  "pass real probabilities (e.g. x.real, after checking x.imag is 0)")
     if arr.dtype.kind != "f":
         raise SpecproofInputError(argument, f"unsupported array dtype {arr.dtype}",
                                   "pass float16/float32/float64 or integer arrays")
@@ -167,12 +177,12 @@ def to_exact(x: Any, argument: str = "value") -> Any:
     """Exact rational(s) for ``x``: a Fraction for a scalar, nested tuples of Fractions for arrays.
 
     Accepts Python/numpy floats, numpy arrays and torch tensors of float16/bfloat16/float32/float64,
-    ints, Fractions and sympy Rationals.  Raises :class:`SpecproofInputError` (naming ``argument``)
-    on NaN, infinities and unsupported types.
+    ints (any size, integer arrays included), Fractions and sympy Rationals.  Raises
+    :class:`SpecproofInputError` (naming ``argument``) on NaN, infinities, complex and unsupported types.
     """
     if _is_tensor(x) or isinstance(x, np.ndarray):
-        arr, _ = _array_float64(x, argument)
-        if not np.all(np.isfinite(arr)):
+        arr, name = _array_values(x, argument)
+        if name != "exact" and not np.all(np.isfinite(arr)):
             raise SpecproofInputError(argument, "contains NaN or infinity", "pass finite values only")
         return _nested(arr.tolist(), argument)
     if isinstance(x, (list, tuple)):
@@ -192,14 +202,14 @@ def dyadic_array(x: Any, argument: str = "value") -> tuple[np.ndarray, int, str]
     ``nums`` is a numpy object array of Python ints (arbitrary size) sharing one power of two, the
     smallest one the data needs.  Integer arrays come back with exponent 0.
     """
-    arr, name = _array_float64(x, argument)
+    arr, name = _array_values(x, argument)
     if arr.ndim != 1:
         raise SpecproofInputError(argument, f"expected a 1-D vector, got shape {arr.shape}",
                                   "pass one law over the vocabulary")
-    if not np.all(np.isfinite(arr)):
-        raise SpecproofInputError(argument, "contains NaN or infinity", "pass finite values only")
     if name == "exact":
         return np.array([int(v) for v in arr.tolist()], dtype=object), 0, name
+    if not np.all(np.isfinite(arr)):
+        raise SpecproofInputError(argument, "contains NaN or infinity", "pass finite values only")
     bits = DTYPES[name].precision
     mantissa, exponent = np.frexp(arr)
     ints = (mantissa * float(2**bits)).astype(np.int64)  # exact: at most `bits` significant bits

@@ -15,6 +15,7 @@ non-negative vector with a positive sum (counts, unnormalised weights) and norma
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator, Sequence
@@ -94,7 +95,20 @@ class ExactVector(Sequence[Fraction]):
 
 
 def fraction_string(x: Fraction) -> str:
-    return f"{x.numerator}/{x.denominator}"
+    """``"num/den"``; integers beyond Python's 4,300-digit string limit (a certified softmax of logits
+    spread by thousands) are converted with the limit lifted for this call: their size is bounded by
+    the caller (:data:`~specproof.harness.softmax.MAX_LOGIT_SPREAD`)."""
+    num, den = x.numerator, x.denominator
+    if max(abs(num), den).bit_length() < 14000:  # < 4,215 decimal digits
+        return f"{num}/{den}"
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if limit:
+        sys.set_int_max_str_digits(0)
+    try:
+        return f"{num}/{den}"
+    finally:
+        if limit:
+            sys.set_int_max_str_digits(limit)
 
 
 @dataclass(frozen=True)
@@ -232,9 +246,9 @@ def _as_vector(x: Any, argument: str, fast: bool) -> tuple[Any, str]:
             return DVec(nums * (1 << exponent), 1), dtype
         return DVec(nums, 1 << -exponent), dtype
     if kind == "array":
-        from .convert import _array_float64  # local: the private helper shares the dtype logic
+        from .convert import _array_values  # local: the private helper shares the dtype logic
 
-        _, dtype = _array_float64(x, argument)
+        _, dtype = _array_values(x, argument)
         values = to_exact(x, argument)
     else:
         values = to_exact(list(x), argument)

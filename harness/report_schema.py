@@ -188,7 +188,17 @@ def _expected_outcome(row: dict[str, Any]) -> bool:
 def migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 (rows as a list, one ``source_hash`` per row) to schema 2 (module docstring)."""
     rows: dict[str, Any] = {}
-    for old in data.get("rows", []):
+    old_rows = data.get("rows", [])
+    if not isinstance(old_rows, list) or not all(isinstance(r, dict) for r in old_rows):
+        raise SpecproofInputError("results", "schema-1 file has rows that are not a list of objects",
+                                  "regenerate it with specproof report")
+    for old in old_rows:
+        lacking = [f for f in ("kind", "rule", "passed", "expected_exact", *(() if old.get("kind") == "proof" else
+                                                                           ("implementation", "dtype", "input")))
+                   if f not in old]
+        if lacking:
+            raise SpecproofInputError("results", f"schema-1 row lacks {', '.join(lacking)}",
+                                      "regenerate it with specproof report")
         row = dict(old)
         source_hash = row.pop("source_hash", None)
         row["hashes"] = {"implementation": source_hash, "rule": None, "reference": None, "input": None}
@@ -229,24 +239,66 @@ def migrate(data: dict[str, Any], source: str = "results") -> dict[str, Any]:
     return data
 
 
+_ROW_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "implementation": (str, type(None)), "rule": (str, type(None)), "dtype": (str, type(None)),
+    "input": (str,), "expected_exact": (bool,), "passed": (bool,), "as_expected": (bool,), "verdict": (str,),
+    "hashes": (dict,), "figures": (dict,)}
+_FIGURE_WORDS = ("inf", "-inf", "nan")
+
+
+def _type_names(types_: tuple[type, ...]) -> str:
+    return " or ".join("null" if t is type(None) else {"str": "a string", "bool": "true/false",
+                                                         "dict": "an object"}[t.__name__] for t in types_)
+
+
+def _number_or_none(value: Any, words: bool) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float)) or (words and value in _FIGURE_WORDS)
+
+
 def validate(data: dict[str, Any], source: str = "results") -> None:
-    """Structural check of a schema-2 document (raises a usage error naming what is wrong)."""
+    """Full structural check of a schema-2 document: every field that :mod:`.report_compare` and
+    :mod:`.report_render` read, with its type (raises a usage error naming the row and field)."""
     def bad(problem: str) -> SpecproofInputError:
         return SpecproofInputError(source, problem, "regenerate it with specproof report")
 
     for field in ("provenance", "config", "rows"):
         if field not in data:
             raise bad(f"lacks {field!r}")
-    if not isinstance(data["rows"], dict):
-        raise bad("has rows that are not keyed by row key")
+        if not isinstance(data[field], dict):
+            raise bad(f"has {field!r} that is not an object (keyed by row key for 'rows')")
+    for field in ("git", "versions"):
+        if not isinstance(data["provenance"].get(field, {}), dict):
+            raise bad(f"has provenance {field!r} that is not an object")
+    for field in ("zoo", "skipped"):
+        if not isinstance(data.get(field, []), list) or not all(isinstance(x, dict) for x in data.get(field, [])):
+            raise bad(f"has {field!r} that is not a list of objects")
     for key, row in data["rows"].items():
-        missing = [f for f in ("kind", "passed", "as_expected", "hashes", "figures") if f not in row]
+        if not isinstance(row, dict):
+            raise bad(f"row {key!r} is not an object")
+        missing = [f for f in _ROW_TYPES if f not in row]
         if missing:
             raise bad(f"row {key!r} lacks {', '.join(missing)}")
+        for field, types_ in _ROW_TYPES.items():
+            if not isinstance(row[field], types_):
+                raise bad(f"row {key!r} has {field} {row[field]!r}, expected {_type_names(types_)}")
         if row["kind"] not in ROW_KINDS:
             raise bad(f"row {key!r} has unknown kind {row['kind']!r}")
         if row_key(row) != key:
             raise bad(f"row {key!r} does not match its fields ({row_key(row)!r})")
+        for name in HASH_NAMES:
+            if not isinstance(row["hashes"].get(name), (str, type(None))):
+                raise bad(f"row {key!r} has hashes.{name} {row['hashes'].get(name)!r}, expected a string or null")
+        for name, fig in row["figures"].items():
+            if not isinstance(fig, dict):
+                raise bad(f"row {key!r} has figure {name!r} that is not an object")
+            if not _number_or_none(fig.get("value"), True) or not _number_or_none(fig.get("threshold"), False):
+                raise bad(f"row {key!r} has figure {name!r} with a value or threshold that is not a number")
+        if not isinstance(row.get("detail", {}), dict):
+            raise bad(f"row {key!r} has detail that is not an object")
 
 
 def load_results(path: str | Path, argument: str = "results") -> dict[str, Any]:
@@ -256,6 +308,9 @@ def load_results(path: str | Path, argument: str = "results") -> dict[str, Any]:
         path = path / "results.json"
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecproofInputError(argument, f"{str(path)!r} is not UTF-8 text (byte {err.start})",
+                                  "pass a results.json written by specproof report") from None
     except FileNotFoundError:
         raise SpecproofInputError(argument, f"{str(path)!r} does not exist",
                                   "pass a results.json (or its folder) written by specproof report") from None
@@ -266,5 +321,8 @@ def load_results(path: str | Path, argument: str = "results") -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise SpecproofInputError(argument, f"{str(path)!r} is not JSON ({err.msg} at line {err.lineno})",
+                                  "pass a results.json written by specproof report") from None
+    except RecursionError:
+        raise SpecproofInputError(argument, f"{str(path)!r} nests too deeply to be a results.json",
                                   "pass a results.json written by specproof report") from None
     return migrate(data, argument)

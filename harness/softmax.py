@@ -10,10 +10,17 @@ is the midpoints renormalised exactly, ``m_i / sum_j m_j``, and with ``rho = max
 (``|m_i - p_i| <= rho p_i`` and ``|sum m - 1| <= rho``).  At 128 bits ``eps`` is about ``2^-120``, far
 below a float64 ULP (``2^-52`` relative), so measured float drift is the implementation's, not ours.
 The logits and the temperature enter through the one exact conversion.
+
+Bounded work.  The exact law is dyadic, and a token at distance ``d = (max - x_i) / T`` from the top
+logit needs about ``d / ln 2 + precision_bits`` bits.  Spreads beyond :data:`MAX_LOGIT_SPREAD`
+``= 16494 ln 2`` (about 11,433) are refused: such a token's probability is below ``2^-16494``, the
+smallest subnormal of IEEE binary128, so it is 0 in every float format a softmax is computed in, and a
+mask written as a huge negative logit (``-1e30``, ``finfo.min``) is best expressed by removing the token.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -27,7 +34,9 @@ from .convert import to_exact
 from .fastexact import DVec
 from .reference import ExactVector
 
-__all__ = ["SoftmaxReference", "exact_softmax"]
+__all__ = ["SoftmaxReference", "exact_softmax", "MAX_LOGIT_SPREAD"]
+
+MAX_LOGIT_SPREAD = Fraction(16494) * Fraction(math.log(2))  # binary128's smallest subnormal is 2^-16494
 
 
 @dataclass(frozen=True)
@@ -55,23 +64,31 @@ def _mpf_fraction(raw: tuple) -> Fraction:
     return -value if sign else value
 
 
-def exact_softmax(logits: Any, temperature: Any = 1, *, precision_bits: int = 128) -> SoftmaxReference:
+def exact_softmax(logits: Any, temperature: Any = 1, *, precision_bits: int = 128,
+                  argument: str = "logits") -> SoftmaxReference:
     """Certified ``softmax(logits / temperature)`` (see the module docstring for the bound).
 
     ``logits``: a 1-D list, numpy array or torch tensor of finite values; ``-inf`` is not accepted
-    (mask by removing the token, or use a large negative logit).  ``temperature > 0``."""
+    (mask by removing the token, or use a large negative logit).  ``temperature > 0``.  ``argument``
+    names the input in error messages."""
     if not isinstance(precision_bits, int) or precision_bits < 64:
         raise SpecproofInputError("precision_bits", f"{precision_bits!r} is too small",
                                   "use at least 64 bits (default 128)")
-    values = to_exact(logits, "logits")
+    values = to_exact(logits, argument)
     if not isinstance(values, tuple) or not values or isinstance(values[0], tuple):
-        raise SpecproofInputError("logits", "expected a non-empty 1-D vector", "pass one row of logits")
+        raise SpecproofInputError(argument, "expected a non-empty 1-D vector", "pass one row of logits")
     t = to_exact(temperature, "temperature")
     if isinstance(t, tuple) or t <= 0:
         raise SpecproofInputError("temperature", f"{temperature!r} is not a positive number",
                                   "pass temperature > 0 (greedy decoding is a separate contract)")
     scaled = [v / t for v in values]
     top = max(scaled)
+    spread = top - min(scaled)
+    if spread > MAX_LOGIT_SPREAD:
+        raise SpecproofInputError(
+            argument, f"span {float(spread):.4g} (max - min) / temperature, beyond {float(MAX_LOGIT_SPREAD):.0f}: "
+            "the smallest token's softmax is below 2^-16494, 0 in every float format",
+            "drop masked tokens (huge negative logits) from the vector, or pass probabilities without --logits")
     saved = iv.prec
     iv.prec = precision_bits  # the interval context has no workprec(); restore it below
     try:

@@ -148,7 +148,7 @@ def test_cli_usage_errors_exit_2(tmp_path, capsys):
     for argv, fragment in (([base, str(tmp_path / "missing.json")], "does not exist"),
                            ([base, newer], "newer than"),
                            ([str(tmp_path / "garbage.json"), base], "is not JSON"),
-                           ([base, base, "--json", str(tmp_path)], "is a directory")):
+                           ([base, base, "--json", str(tmp_path)], "is a folder")):
         assert main(["compare", *argv]) == 2
         assert fragment in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:

@@ -129,7 +129,7 @@ def test_weights_normalise_counts():
         ([0, 0], [1, 0], "p", "sums to zero"),
         ([0.5, 0.6], [0.5, 0.5], "p", "bound"),
         ([Fraction(1, 2), Fraction(1, 3)], [1, 0], "p", "exact bound 0"),
-        (np.array([1 + 1j, 0]), [1, 0], "p", "unsupported"),
+        (np.array([1 + 1j, 0]), [1, 0], "p", "complex"),
         (["a", "b"], [1, 0], "p", "unsupported"),
         (torch.tensor([[0.5, 0.5]]), torch.tensor([[0.5, 0.5]]), "p", "1-D"),
     ],
