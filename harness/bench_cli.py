@@ -15,8 +15,6 @@ from typing import Any
 
 from specproof.proofs.errors import SpecproofInputError
 
-from .bench import BenchConfig, run_bench, write_bench
-
 __all__ = ["add_parser", "run"]
 
 
@@ -38,6 +36,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .bench import BenchConfig, run_bench, write_bench  # torch, z3: only when benchmarking
+
     devices = ("cpu",) if args.device == "cpu" else ("cpu", "cuda")
     config = BenchConfig.quick(devices) if args.quick else BenchConfig.full(devices)
     config.validate()  # usage errors before any measurement or write

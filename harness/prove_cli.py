@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specproof.proofs import (DEFAULT_RLIMIT, ProofResult, Settings, SpecproofInputError, catalogue,
-                              prove_theorem, resolve_rule, theorems)
+from specproof.proofs import DEFAULT_RLIMIT, ProofResult, SpecproofInputError
 
 from .provenance import provenance, write_json
 
@@ -73,6 +72,8 @@ def _check_json_path(path_text: str | None) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from specproof.proofs import Settings, catalogue, prove_theorem, resolve_rule, theorems
+
     if not args.all and not args.rule:
         raise SpecproofInputError("prove", "no rule selected", "pass --all or --rule NAME (or PATH.py:NAME)")
     if args.rlimit < 1:

@@ -152,7 +152,7 @@ def _parser():
 
 
 def test_cli_writes_both_files(monkeypatch, tmp_path, capsys, tiny_document):
-    monkeypatch.setattr(bench_cli, "run_bench", lambda config, progress=None: tiny_document)
+    monkeypatch.setattr(bench, "run_bench", lambda config, progress=None: tiny_document)
     args = _parser().parse_args(["bench", "--quick", "--out", str(tmp_path / "b"), "--quiet"])
     assert args.handler(args) == 0
     assert json.loads((tmp_path / "b" / "bench.json").read_text())["kind"] == "bench"
