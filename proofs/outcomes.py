@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
-import sympy
-import z3
-
 __all__ = [
     "Verdict",
     "Basis",
@@ -73,6 +70,9 @@ def combine(verdicts: Any) -> Verdict:
 
 def solver_versions(rlimit: int = DEFAULT_RLIMIT) -> dict[str, Any]:
     """The versions and limits a verdict depends on."""
+    import sympy
+    import z3
+
     return {"z3": z3.get_version_string(), "sympy": sympy.__version__, "python": platform.python_version(),
             "z3_rlimit": rlimit}
 
