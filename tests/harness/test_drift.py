@@ -170,12 +170,11 @@ def test_nonfinite_fields_are_violations_not_crashes():
     json.dumps(result.as_json(), allow_nan=False)
 
 
-def test_large_vocabulary_is_fast_and_exact():
+def test_large_vocabulary_is_exact():
     vocab = 262_144
     p, q = dirichlet(vocab, 7).float(), dirichlet(vocab, 8).float()
     result = measure_whitebox(step_ratio, p, q, dtype="float32")
     assert result.within_tolerance and result.vocab == vocab
-    assert result.elapsed_s < 30  # about 2 s on one core; a guard against quadratic regressions
     assert result.law.tv < 1e-6 and result.law.kl < 1e-12
     histogram = result.fields["output"].ulp_histogram
     assert sum(b["count"] for b in histogram) == vocab
