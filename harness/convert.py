@@ -11,6 +11,7 @@ Fraction, sympy Rational) pass through unchanged.  NaN and infinities are refuse
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -106,8 +107,8 @@ def _torch():
 
 
 def _is_tensor(x: Any) -> bool:
-    torch = _torch()
-    return isinstance(x, torch.Tensor)
+    torch = sys.modules.get("torch")  # no tensor exists before torch is imported: don't import it to ask
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def is_exact_input(x: Any) -> bool:
