@@ -318,10 +318,19 @@ class FieldDrift:
     impossible_mass: Fraction
     bound_terms: dict[str, float | str]
     ulp_histogram: list[dict[str, Any]] = field(repr=False)
+    zero_mismatches: int = 0  # entries where exactly one of the float and the exact value is 0
+    max_ulp_error_same_support: float = 0.0  # the ULP error over the other entries
 
     @property
     def within_tolerance(self) -> bool:
         return self.violations == 0 and self.nonfinite == 0 and self.impossible_mass == 0
+
+    def ulp_text(self) -> str:
+        """The max ULP error in words: a zero-vs-non-zero entry is no rounding error (its "ULP error"
+        is the value over the smallest subnormal, up to ~1e308) and is counted apart."""
+        if not self.zero_mismatches:
+            return f"{self.max_ulp_error:.3g}"
+        return f"zero vs non-zero ({self.zero_mismatches}); {self.max_ulp_error_same_support:.3g} elsewhere"
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "size": self.size, "within_tolerance": self.within_tolerance,
@@ -331,6 +340,8 @@ class FieldDrift:
                 "max_ulp_error": _json_float(self.max_ulp_error),
                 "bound_at_worst": _json_float(self.bound_at_worst), "violations": self.violations,
                 "nonfinite": self.nonfinite, "impossible_mass": fraction_string(self.impossible_mass),
+                "zero_mismatches": self.zero_mismatches,
+                "max_ulp_error_same_support": _json_float(self.max_ulp_error_same_support),
                 "bound": self.bound_terms, "ulp_histogram": self.ulp_histogram}
 
 
@@ -362,9 +373,11 @@ def _field_drift(name: str, floats: _Floats, exact: tuple[np.ndarray, Any], info
     exact_err = max(Fraction(int(diff[i]), int(denom[i] if isinstance(denom, np.ndarray) else denom))
                     for i in ties)
     imp = Fraction(int(np.abs(floats.num[impossible]).sum()), floats.scale) if impossible.any() else Fraction(0)
+    mismatch = floats.finite & (zero != (floats.num == 0).astype(bool))
     return FieldDrift(name, int(abs_err.shape[0]), exact_err, worst, float(rel.max(initial=0.0)),
                       float(ulp.max(initial=0.0)), float(bound[worst]), violations,
-                      int((~floats.finite).sum()), imp, bound_terms, _histogram(ulp, diff == 0))
+                      int((~floats.finite).sum()), imp, bound_terms, _histogram(ulp, diff == 0),
+                      int(mismatch.sum()), float(ulp[~mismatch].max(initial=0.0)))
 
 
 # -- the implied output law --------------------------------------------------------------------------
@@ -435,6 +448,23 @@ class DriftResult:
 
     def failing_fields(self) -> list[str]:
         return [name for name, f in self.fields.items() if not f.within_tolerance]
+
+    def summary(self) -> str:
+        """A few lines: verdict, output-law TV against its bound, per-field errors (floats, 3 digits)."""
+        law = self.law
+        lines = [f"{self.implementation} {self.dtype} on {self.device}, V={self.vocab:,}: "
+                 + ("within tolerance" if self.within_tolerance else
+                    "BEYOND TOLERANCE (" + ", ".join(self.failing_fields() or ["output law"]) + ")"),
+                 f"  TV(output, target) {float(law.tv):.3g} (derived bound {law.tv_bound:.3g}); mass lost "
+                 f"{float(law.lost_mass):.3g}; acceptance-rate error {float(law.acceptance_rate_error):.3g}"]
+        lines += [f"  {name:<13} max abs error {float(f.max_abs_error):.3g} (bound {f.bound_at_worst:.3g}), "
+                  f"max ULP {f.ulp_text()}" + (f", impossible mass {float(f.impossible_mass):.3g}"
+                                               if f.impossible_mass else "") for name, f in self.fields.items()]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"DriftResult({self.implementation!r}, {self.dtype}, V={self.vocab}, tv={float(self.law.tv):.3g}, "
+                f"within_tolerance={self.within_tolerance}; .summary() for the figures)")
 
     def as_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "kind": "whitebox-drift", "implementation": self.implementation,

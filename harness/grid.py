@@ -217,6 +217,17 @@ class GridDrift:
         """Emitted sequences with a token of target probability 0 at its prefix."""
         return sorted(self.impossible)
 
+    def summary(self) -> str:
+        """One line: verdict, TV against the grid tolerance, impossible mass (floats, 3 digits)."""
+        text = (f"{self.implementation} ({self.rule}) {self.dtype}, V={self.vocab}, K={self.k}: {self.verdict.value}; "
+                f"TV {float(self.tv):.3g} (grid tolerance {float(self.tolerance):.3g})")
+        if self.impossible_mass:
+            text += f"; impossible mass {float(self.impossible_mass):.3g} ({len(self.impossible)} sequences)"
+        return text + "".join(f"; {v}" for v in self.violations)
+
+    def __repr__(self) -> str:
+        return f"GridDrift({self.summary()}; .cells() and .as_json() for the law)"
+
     def cells(self) -> list[tuple[tuple[int, ...], Fraction, Fraction]]:
         """``(sequence, grid mass, ideal mass)`` for every sequence, largest deviation first."""
         keys = set(self.law) | set(self.ideal)

@@ -18,34 +18,32 @@ Budgets (:class:`ReportConfig`; ``--quick`` halves everything that scales):
   Compiled records run in ``compiled_dtypes`` only (compilation dominates their cost), third-party
   adapters in ``adapter_dtypes`` only (a per-row Python loop: about a minute per dtype).
 
-Publication is atomic: every file is first written into a temporary folder next to ``out``, which is
-then renamed into place (an existing report folder is renamed away first and removed after), so an
-interrupted run leaves either the previous report or the new one, never a mix or half a file.
+Publication is atomic (:mod:`.report_publish`): the previous report or the new one, never a mix.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from specproof.proofs.errors import SpecproofInputError
 
 from .convert import dtype_name
-from .provenance import atomic_write_text, provenance, write_json
+from .provenance import provenance
 from .report_analysis import summarise
+from .report_publish import OUTPUT_FILES, check_out_dir, write_report
 from .report_schema import KIND, SCHEMA, validate
 from .report_tasks import TaskOutcome, TaskSpec, grid_scenarios, run_task, whitebox_inputs
 
-__all__ = ["ReportConfig", "run_report", "write_report", "check_out_dir", "zoo_verdicts", "OUTPUT_FILES",
-           "ProgressBar"]
+__all__ = ["ReportConfig", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
+           "OUTPUT_FILES", "ProgressBar", "RENDER_DEPENDENCIES", "INSTALL_REPORT_EXTRA"]
 
-OUTPUT_FILES = ("results.json", "report.md", "report.html")
+RENDER_DEPENDENCIES = ("matplotlib",)  # what rendering imports beyond the core install (the [report] extra)
+INSTALL_REPORT_EXTRA = "pip install -e '.[report]' in a clone, or pip install 'specproof[report]'"
 ALL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -125,6 +123,16 @@ def _select(config: ReportConfig, records: list[Any] | None) -> list[Any]:
     return chosen
 
 
+def check_dependencies(modules: tuple[str, ...] = RENDER_DEPENDENCIES) -> None:
+    """Refuse the run before it starts when a module rendering needs is missing (a usage error)."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SpecproofInputError("report", f"needs {', '.join(missing)} to render, which is not installed",
+                                  f"install the report extra: {INSTALL_REPORT_EXTRA}")
+
+
 def _extra_missing(record: Any) -> bool:
     if not record.needs_extra:
         return False
@@ -160,7 +168,8 @@ def plan(config: ReportConfig, records: list[Any]) -> tuple[list[TaskSpec], list
             skip(f"the record does not run on {config.device}")
             continue
         if _extra_missing(record):
-            skip(f"needs the '{record.needs_extra}' extra, which is not installed")
+            skip(f"needs {record.needs_extra}, which is not installed here: {INSTALL_REPORT_EXTRA} "
+                 f"(or '.[{record.needs_extra}]') to measure it")
             continue
         supported = {dtype_name(d) for d in record.dtypes}
         for dtype in config.dtypes:
@@ -246,9 +255,23 @@ def _context(config: ReportConfig) -> dict[str, Any]:
             "grid_scenarios": grid_scenarios(config.grid_scenario_limit)}
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGTERM when the report process dies, even by SIGKILL."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup (_stop_workers) remains
+        pass
+
+
 def _worker_init(config: ReportConfig) -> None:
     import torch
 
+    if sys.platform.startswith("linux"):
+        _die_with_parent()
     torch.set_num_threads(1)
     _WORKER["context"] = _context(config)
 
@@ -258,6 +281,21 @@ def _worker_run(spec: TaskSpec) -> TaskOutcome:
 
     record = None if spec.kind == "proof" else impls.get(spec.name)
     return run_task(spec, record, _WORKER["context"])
+
+
+def _stop_workers(pool: Any) -> None:
+    """Terminate the pool's worker processes now (shutdown alone waits for running tasks: minutes)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
 
 
 def _registry_records(records: list[Any]) -> bool:
@@ -290,6 +328,9 @@ def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
             for done in futures.as_completed(pending):
                 outcomes.append(done.result())
                 progress.update(pending[done])
+        except BaseException:  # SIGTERM (raised by the CLI's handler), Ctrl-C, a failing task
+            _stop_workers(pool)
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return outcomes
@@ -356,7 +397,8 @@ _KIND_TEXT = {"statistical": "statistical check", "grid": "grid", "whitebox": "w
 
 
 def zoo_verdicts(records: list[Any], rows: dict[str, Any], skipped: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """For each known-bad record: which check flagged it (in which dtypes), or why none did."""
+    """For each known-bad record: which check flagged it (in which dtypes), and in which dtypes none did,
+    with the detectable TV of the run there (``reason``; empty when caught in every measured dtype)."""
     out = []
     for record in records:
         if record.expected_exact:
@@ -364,80 +406,35 @@ def zoo_verdicts(records: list[Any], rows: dict[str, Any], skipped: list[dict[st
         own = [r for r in rows.values() if r["implementation"] == record.name]
         core = [r for r in rows.values() if record.uniforms_core and r["implementation"] == record.uniforms_core]
         caught, reasons = [], []
+        caught_dtypes: set[str] = set()
         for label, group in (("", own), (f" via its uniforms core {record.uniforms_core}", core)):
             for kind in ("statistical", "grid", "whitebox"):
                 kind_rows = [r for r in group if r["kind"] == kind]
                 flagged = [r for r in kind_rows if not r["passed"]]
                 if flagged:
                     dtypes = sorted({r["dtype"] for r in flagged}, key=ALL_DTYPES.index)
-                    verdicts = sorted({r["verdict"] for r in flagged})
+                    caught_dtypes.update(dtypes)
+                    verdicts = sorted({str(r["verdict"]) for r in flagged})
                     caught.append(f"{_KIND_TEXT[kind]}{label} ({', '.join(dtypes)}: "
                                   f"{len(flagged)}/{len(kind_rows)} rows, {', '.join(verdicts)})")
-                elif kind_rows and not label:
-                    reasons.append(_not_caught_reason(kind, kind_rows))
+        measured = sorted({r["dtype"] for r in own + core}, key=ALL_DTYPES.index)
+        for dtype in measured:
+            if dtype not in caught_dtypes:
+                reasons.append(_not_caught_reason(dtype, [r for r in own + core if r["dtype"] == dtype]))
         if not own and not core:
             reasons = ["not measured: " + s["reason"] for s in skipped if s["implementation"] == record.name][:1] \
                 or ["not measured"]
         out.append({"implementation": record.name, "contract": record.contract, "bug": record.bug,
                     "mirrors": record.mirrors, "measured": bool(own or core), "caught": bool(caught),
-                    "caught_by": caught,
-                    "reason": "; ".join(reasons) if not caught else ""})
+                    "caught_by": caught, "reason": "; ".join(reasons)})
     return out
 
 
-def _not_caught_reason(kind: str, rows: list[dict[str, Any]]) -> str:
-    dtypes = ", ".join(sorted({r["dtype"] for r in rows}, key=ALL_DTYPES.index))
-    if kind == "statistical":
-        resolution = min(r["detail"].get("detectable_tv_certifiable", 1.0) for r in rows)
-        return (f"statistical check passed ({dtypes}): the bug moves the law by less than the run's "
-                f"detectable TV (>= {resolution:.3g})")
-    if kind == "grid":
-        return f"grid law within the grid tolerance ({dtypes})"
-    return f"white-box drift within the derived bounds on these inputs ({dtypes})"
-
-
-# -- publishing ----------------------------------------------------------------------------------------
-
-def check_out_dir(out: Path) -> None:
-    """Refuse an ``--out`` that is a file or a folder holding files the report does not own."""
-    if out.exists() and not out.is_dir():
-        raise SpecproofInputError("--out", f"{str(out)!r} is a file", "pass a folder for the report")
-    if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
-        if foreign:
-            raise SpecproofInputError("--out", f"{str(out)!r} holds files the report does not own "
-                                      f"({', '.join(foreign[:3])})", "pass an empty or report-only folder")
-
-
-def write_report(document: dict[str, Any], out: str | Path,
-                 render: Callable[[dict[str, Any]], tuple[str, str]] | None = None) -> Path:
-    """Render and publish ``results.json``, ``report.md`` and ``report.html`` into ``out`` atomically."""
-    out = Path(out)
-    check_out_dir(out)
-    if render is None:
-        from .report_render import render_report as render
-    markdown, html = render(document)  # everything is rendered before anything is written
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    backup_dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    backup = backup_dir / out.name
-    try:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; a report folder is as readable as any other
-        write_json(staging / "results.json", document)
-        atomic_write_text(staging / "report.md", markdown)
-        atomic_write_text(staging / "report.html", html)
-        for name in OUTPUT_FILES:  # mkstemp makes 0600
-            (staging / name).chmod(0o666 & ~umask)
-        if out.exists():
-            os.replace(out, backup)
-        os.replace(staging, out)
-    except BaseException:
-        if backup.exists() and not out.exists():
-            os.replace(backup, out)  # put the previous report back
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
-        shutil.rmtree(backup_dir, ignore_errors=True)
-    return out
+def _not_caught_reason(dtype: str, rows: list[dict[str, Any]]) -> str:
+    """``not caught in D (detectable TV x)``: what the run in that dtype could have seen."""
+    statistical = [r["detail"]["detectable_tv_certifiable"] for r in rows
+                   if r["kind"] == "statistical" and "detectable_tv_certifiable" in r["detail"]]
+    kinds = ", ".join(sorted({_KIND_TEXT[r["kind"]] for r in rows}))
+    if statistical:
+        return f"not caught in {dtype} (detectable TV {min(statistical):.3g}; {kinds})"
+    return f"not caught in {dtype} ({kinds} within the derived tolerance)"

@@ -13,6 +13,13 @@ float16:
   size of the deviation shrinks with it;
 * *dtype-specific* - flagged here but within tolerance in float64: the precision itself (a coarser
   uniform grid, an absorbed logarithm, an underflow) causes it.
+
+Colours follow the verdict (:func:`row_status`): ``pass`` (green) only for an unflagged row with its
+power - a statistical PASS whose detectable TV is at most the check's ``max_detectable_tv``, a white-box
+or grid row within its derived tolerance, a PROVED proof; ``fail`` (red) for every flagged row (zoo
+members included, grid ``impossible-mass`` too); ``weak`` for an unflagged row that could not see much
+(UNDERPOWERED, a vacuous tolerance, a BOUNDED proof); ``missed`` for a known-bad member not caught;
+``defect`` for an exact implementation under a known defect outside its code (torch's float16 sampler).
 """
 
 from __future__ import annotations
@@ -21,7 +28,11 @@ import math
 from typing import Any
 
 __all__ = ["DTYPE_ORDER", "fmt", "proof_table", "drift_tables", "half_type_split", "zoo_table",
-           "unexpected_rows", "detectable_by_rule", "summarise"]
+           "unexpected_rows", "detectable_by_rule", "summarise", "row_status", "worst_status", "STATUSES",
+           "sampler_findings", "ulp_text"]
+
+# statuses from best to worst; a table line takes its rows' worst
+STATUSES = ("pass", "weak", "missed", "defect", "fail")
 
 DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
 HALF_TYPES = ("float16", "bfloat16")
@@ -37,14 +48,68 @@ def fmt(x: Any, digits: int = 3) -> str:
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, int):
-        return f"{x:,}"
+        if abs(x) < 10**15:
+            return f"{x:,}"
+        exponent = int(math.log10(abs(x)))  # exact enough for 3 digits; beyond float range too
+        return f"{x / 10**exponent:.{digits}f}e+{exponent}"
     if not math.isfinite(x):
         return "inf" if x > 0 else "nan"
     if x == 0:
         return "0"
+    if abs(x) >= 1e15:  # a 305-digit integer says nothing a mantissa and exponent do not
+        return f"{x:.{digits}e}"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
+
+
+def _underpowered(row: dict[str, Any]) -> bool:
+    """A statistical row that found nothing but could not see a TV of ``max_detectable_tv``."""
+    detail = row["detail"]
+    if str(row["verdict"]).lower() == "underpowered":
+        return True
+    limit = detail.get("max_detectable_tv")  # the power the check required (rows before it: none stated)
+    detectable = float(detail.get("detectable_tv", 1.0))
+    return detectable >= 1.0 or bool(detail.get("vacuous_scenarios")) or (limit is not None and detectable > limit)
+
+
+def row_status(row: dict[str, Any]) -> str:
+    """One of :data:`STATUSES` for a row (module docstring)."""
+    verdict = str(row["verdict"])
+    if row["kind"] == "proof":
+        return {"PROVED": "pass", "BOUNDED": "weak"}.get(verdict, "fail")
+    if not row["passed"]:
+        return "fail"
+    if row["detail"].get("known_defect"):
+        return "defect"
+    if not row["expected_exact"]:
+        return "missed"
+    if row["kind"] == "statistical" and _underpowered(row):
+        return "weak"
+    if row["kind"] == "whitebox" and row["detail"].get("tolerance_vacuous"):
+        return "weak"
+    return "pass"
+
+
+def worst_status(statuses: list[str]) -> str:
+    return max(statuses, key=STATUSES.index) if statuses else "pass"
+
+
+def ulp_text(rows: list[dict[str, Any]]) -> str:
+    """Max ULP error of the output over white-box rows; zero-vs-non-zero entries said in words."""
+    outputs = [r["detail"].get("fields", {}).get("output", {}) for r in rows]
+    mismatched = [o for o in outputs if o.get("zero_mismatches")]
+    if not mismatched:
+        return fmt(_max([_value(r, "max_ulp_error") for r in rows]))
+    elsewhere = _max([_number(o.get("max_ulp_error_same_support")) for o in outputs])
+    return (f"zero vs non-zero ({sum(o['zero_mismatches'] for o in mismatched)} entries on {len(mismatched)} "
+            f"input(s)); {fmt(elsewhere)} elsewhere")
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    return math.inf if value == "inf" else float(value)
 
 
 def _value(row: dict[str, Any], name: str) -> float | None:
@@ -60,11 +125,12 @@ def _max(values: list[float | None]) -> float | None:
     return max(present) if present else None
 
 
-def proof_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Rule, claim, verdict, as expected, method, worst-case TV and counterexample TV per proof row."""
-    header = ["rule", "claim", "verdict", "as expected", "method", "worst-case TV (n: lower..upper)",
+def proof_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Rule, claim, verdict, scope, as expected, method, worst-case TV and counterexample TV per proof row,
+    and each row's status.  BOUNDED is its own verdict (the scope names the sizes), never PROVED."""
+    header = ["rule", "claim", "verdict", "scope", "as expected", "method", "worst-case TV (n: lower..upper)",
               "counterexample TV"]
-    rows = []
+    rows, statuses = [], []
     proofs = [r for r in document["rows"].values() if r["kind"] == "proof"]
     for row in sorted(proofs, key=lambda r: (r["detail"].get("order", 0), r["rule"])):
         detail = row["detail"]
@@ -74,9 +140,14 @@ def proof_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             worst = "0 (exact)" if row["verdict"] == "PROVED" and row["claim"] == "exact" else (
                 "not computed (--quick)" if not detail["worst_case_computed"] else "-")
         tv = row["figures"]["counterexample_tv"]
-        rows.append([row["rule"], row["claim"], row["verdict"], fmt(row["as_expected"]), detail["method"],
+        scope = str(detail.get("scope") or detail.get("n") or "-")
+        assumptions = detail.get("assumptions") or []
+        if assumptions:
+            scope += "; assumes " + "; ".join(f"{a.get('statement')} ({a.get('source')})" for a in assumptions)
+        rows.append([row["rule"], row["claim"], row["verdict"], scope, fmt(row["as_expected"]), detail["method"],
                      worst, tv["exact"] or "-"])
-    return header, rows
+        statuses.append(row_status(row))
+    return header, rows, statuses
 
 
 def detectable_by_rule(document: dict[str, Any]) -> dict[tuple[str, str], float]:
@@ -89,8 +160,9 @@ def detectable_by_rule(document: dict[str, Any]) -> dict[tuple[str, str], float]
     return out
 
 
-def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[list[str]]]]:
-    """Per dtype: one line per (implementation, method) with the worst figures over its inputs."""
+def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[list[str]], list[str]]]:
+    """Per dtype: one line per (implementation, method) with the worst figures over its inputs, and
+    each line's status (the worst of its rows')."""
     header = ["implementation", "method", "rows flagged", "verdicts", "TV (worst)", "its tolerance",
               "max abs error", "max ULP error", "acceptance-rate error", "mass lost",
               "detectable TV (statistical)"]
@@ -104,16 +176,17 @@ def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[li
         core = row["detail"].get("uniforms_core") if row["kind"] == "statistical" else None
         if core and "detectable_tv_certifiable" in row["detail"]:
             wrappers.setdefault((core, row["dtype"]), []).append(row["detail"]["detectable_tv_certifiable"])
-    tables: dict[str, tuple[list[str], list[list[str]]]] = {}
+    tables: dict[str, tuple[list[str], list[list[str]], list[str]]] = {}
     for dtype in DTYPE_ORDER:
-        lines = []
+        lines, statuses = [], []
         for (d, name, kind), rows in sorted(groups.items(), key=lambda item: (item[0][1], item[0][2])):
             if d != dtype:
                 continue
             flagged = sum(1 for r in rows if not r["passed"])
-            verdicts = ", ".join(sorted({r["verdict"] for r in rows}))
+            verdicts = ", ".join(sorted({str(r["verdict"]) for r in rows}))
             tvs = [(_value(r, "tv"), r["figures"].get("tv", {}).get("threshold")) for r in rows]
             worst_tv = max(tvs, key=lambda t: -1.0 if t[0] is None else t[0]) if tvs else (None, None)
+            det = None
             if kind == "statistical":
                 stat = rows[0]["detail"]
                 worst_tv = (_value(rows[0], "excess"), None)
@@ -121,23 +194,41 @@ def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[li
                 vacuous = len(stat.get("vacuous_scenarios", []))
                 det_text = fmt(det) + (f" ({vacuous} vacuous)" if vacuous else "")
             elif kind == "whitebox":
-                found_rule = detectable.get((rows[0]["rule"], dtype))
-                det_text = "-" if found_rule is None else f"{fmt(found_rule)} (same rule)"
+                det = detectable.get((rows[0]["rule"], dtype))
+                det_text = "-" if det is None else f"{fmt(det)} (same rule)"
             else:
                 found = wrappers.get((name, dtype))
-                det_text = fmt(min(found)) + " (its wrappers)" if found else "-"
+                det = min(found) if found else None
+                det_text = fmt(det) + " (its wrappers)" if found else "-"
+            status = worst_status([row_status(r) for r in rows])
+            verdicts = _verdict_text(status, verdicts, rows, det)
             tv_text = fmt(worst_tv[0]) if kind != "statistical" else f"excess {fmt(worst_tv[0])}"
             unit = {"whitebox": "inputs", "grid": "scenarios"}.get(kind, "run")
+            zoo = not rows[0]["expected_exact"] and not rows[0]["detail"].get("known_defect")
             lines.append([
-                name if rows[0]["expected_exact"] else f"{name} (zoo)", f"{METHOD_OF_KIND[kind]} ({len(rows)} {unit})",
+                f"{name} (zoo)" if zoo else name, f"{METHOD_OF_KIND[kind]} ({len(rows)} {unit})",
                 f"{flagged}/{len(rows)}", verdicts, tv_text, fmt(worst_tv[1]),
                 fmt(_max([_value(r, "max_abs_error") for r in rows])),
-                fmt(_max([_value(r, "max_ulp_error") for r in rows])),
+                ulp_text(rows) if kind == "whitebox" else fmt(_max([_value(r, "max_ulp_error") for r in rows])),
                 fmt(_max([_value(r, "acceptance_rate_error") for r in rows])),
                 fmt(_max([_value(r, "lost_mass") for r in rows])), det_text])
+            statuses.append(status)
         if lines:
-            tables[dtype] = (header, lines)
+            tables[dtype] = (header, lines, statuses)
     return tables
+
+
+def _verdict_text(status: str, verdicts: str, rows: list[dict[str, Any]], detectable: float | None) -> str:
+    """The verdicts cell in words where colour alone would mislead."""
+    power = f"detectable TV {fmt(detectable)}" if detectable is not None else "no statistical run to compare"
+    if status == "missed":
+        return f"not caught ({power})"
+    if status == "defect":
+        seen = sum(r["detail"].get("certain_findings", 0) for r in rows)
+        return f"known sampler defect ({'seen' if seen else 'not seen at this budget'}; see Sampler findings)"
+    if status == "weak" and rows[0]["kind"] == "statistical":
+        return f"underpowered ({power})"
+    return verdicts
 
 
 def _tv_ratio(row: dict[str, Any]) -> float | None:
@@ -173,12 +264,36 @@ def half_type_split(document: dict[str, Any]) -> dict[str, dict[str, list[dict[s
     return out
 
 
-def zoo_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["member", "bug", "caught by", "why not caught"]
-    rows = [[z["implementation"], z["bug"] or "-",
-             "; ".join(z["caught_by"]) or ("NOT CAUGHT" if z.get("measured", True) else "not measured"), z["reason"] or "-"]
-            for z in document["zoo"]]
-    return header, rows
+def zoo_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Each known-bad member: which check caught it, where it was not caught and why; a member caught
+    nowhere is ``missed``, one caught in some dtypes only is ``weak``, one caught everywhere ``fail``
+    (flagged: red, as every flagged row)."""
+    header = ["member", "bug", "caught by", "not caught (detectable TV)"]
+    rows, statuses = [], []
+    for z in document["zoo"]:
+        caught = "; ".join(z["caught_by"]) or ("NOT CAUGHT" if z.get("measured", True) else "not measured")
+        rows.append([z["implementation"], z["bug"] or "-", caught, z["reason"] or "-"])
+        statuses.append("missed" if not z["caught"] else "weak" if z["reason"] else "fail")
+    return header, rows, statuses
+
+
+def sampler_findings(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of exact implementations under a known defect outside their code (registry
+    ``known_defects``): whether this run saw it, and the defect's measured rate and reproduction."""
+    out = []
+    for row in document["rows"].values():
+        defect = row["detail"].get("known_defect")
+        if not defect:
+            continue
+        detail = row["detail"]
+        certain = detail.get("certain_findings", 0)
+        rows = detail.get("rows", 0)
+        seen = (f"seen: {certain} certain finding(s) (a token of target probability 0 emitted) in {rows:,} rows"
+                if certain else f"not seen in this run's {rows:,} rows (the defect is rarer than this budget)"
+                if row["passed"] else f"flagged ({row['verdict']}) without a certain finding: check the findings")
+        out.append({"key": row["key"], "implementation": row["implementation"], "dtype": row["dtype"],
+                    "seen": seen, "defect": defect, "findings": detail.get("findings", [])[:2]})
+    return sorted(out, key=lambda f: f["key"])
 
 
 def summarise(document: dict[str, Any]) -> dict[str, Any]:
@@ -189,10 +304,13 @@ def summarise(document: dict[str, Any]) -> dict[str, Any]:
     zoo = document["zoo"]
     by_kind: dict[str, dict[str, int]] = {}
     for r in rows:
-        counts = by_kind.setdefault(r["kind"], {"rows": 0, "flagged": 0})
+        counts = by_kind.setdefault(r["kind"], {"rows": 0, "flagged": 0, "weak": 0})
         counts["rows"] += 1
         counts["flagged"] += 0 if r["passed"] else 1
+        counts["weak"] += 1 if row_status(r) == "weak" else 0
     return {"rows": len(document["rows"]), "by_kind": by_kind, "unexpected": unexpected,
+            "sampler_defects": [f["key"] for f in sampler_findings(document)],
+            "zoo_partly_caught": [z["implementation"] for z in zoo if z["caught"] and z["reason"]],
             "zoo_caught": sum(1 for z in zoo if z["caught"]), "zoo_members": len(zoo),
             "zoo_not_caught": [z["implementation"] for z in zoo if z.get("measured", True) and not z["caught"]],
             "zoo_not_measured": [z["implementation"] for z in zoo if not z.get("measured", True)],

@@ -7,18 +7,22 @@ Writes ``DIR/results.json`` (schema 2, provenance, keyed rows), ``DIR/report.md`
 ``DIR/report.html`` atomically (all three appear together or not at all), prints a short summary, and
 shows a progress bar on stderr.  Exit 0 when every implementation expected exact passed every check and
 every proof got its expected verdict; 1 when some did not (the report is written either way, and the
-summary lists those rows); 2 on a usage error (nothing is written).  A zoo member that no check catches is
-reported, not an error.
+summary lists those rows); 2 on a usage error (nothing is written), checked before the run: a bad
+--out, a missing optional dependency (matplotlib: install the [report] extra).  A zoo member that no
+check catches is reported, not an error.  SIGTERM and Ctrl-C stop the worker processes and keep the
+previous report (exit 130).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from .report import ReportConfig, check_out_dir, run_report, write_report
+from .provenance import check_output_path
+from .report import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
 from .report_render import terminal_summary
 
 __all__ = ["add_parser", "run"]
@@ -44,6 +48,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM as an interruption: the workers are stopped and the previous report kept (see run_report)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {"device": args.device}
     if args.dtypes:
@@ -58,8 +67,14 @@ def run(args: argparse.Namespace) -> int:
         overrides["samples"] = args.samples
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
     out = args.out if args.out is not None else Path("reports") / args.device
-    check_out_dir(out)  # refuse a bad --out before spending minutes measuring
-    document = run_report(config, progress=not args.quiet, argv=sys.argv[1:])
-    write_report(document, out)
+    check_output_path(out, "--out", folder=True)  # refuse a bad --out before spending minutes measuring
+    check_out_dir(out)
+    check_dependencies()  # rendering's optional modules, before the run, not after it
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        document = run_report(config, progress=not args.quiet, argv=sys.argv[1:])
+        write_report(document, out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(terminal_summary(document, str(out)))
     return 1 if document["summary"]["unexpected"] else 0

@@ -12,8 +12,8 @@ import base64
 import html
 from typing import Any
 
-from .report_analysis import (DTYPE_ORDER, drift_tables, fmt, half_type_split, proof_table, summarise,
-                              unexpected_rows, zoo_table)
+from .report_analysis import (DTYPE_ORDER, drift_tables, fmt, half_type_split, proof_table, sampler_findings,
+                              summarise, unexpected_rows, zoo_table)
 
 __all__ = ["report_blocks", "render_markdown", "render_html", "render_report", "terminal_summary"]
 
@@ -38,12 +38,15 @@ def _provenance_lines(document: dict[str, Any]) -> list[str]:
 
 def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]]) -> list[Block]:
     """The report as blocks: ``("h1"|"h2"|"h3", text)``, ``("p", text)``, ``("list", items)``,
-    ``("table", header, rows)``, ``("figure", title, png, caption)``."""
+    ``("table", header, rows[, statuses, column])`` (each row's status colours that column in HTML),
+    ``("figure", title, png, caption)``."""
     summary = summarise(document)
     blocks: list[Block] = [("h1", "specproof numerical-fidelity report"), ("list", _provenance_lines(document))]
     blocks.append(("h2", "Summary"))
     kinds = summary["by_kind"]
-    blocks.append(("list", [f"{kind}: {c['rows']} rows, {c['flagged']} flagged" for kind, c in sorted(kinds.items())]
+    blocks.append(("list", [f"{kind}: {c['rows']} rows, {c['flagged']} flagged"
+                            + (f", {c['weak']} {'BOUNDED' if kind == 'proof' else 'underpowered'}" if c.get("weak") else "")
+                            for kind, c in sorted(kinds.items())]
                    + [f"zoo: {summary['zoo_caught']} of {summary['zoo_members']} known-bad implementations caught"
                       + (f", {len(summary['zoo_not_measured'])} not measured in this mode"
                          if summary["zoo_not_measured"] else ""),
@@ -54,13 +57,21 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
         blocks.append(("h3", "Not as expected"))
         blocks.append(("table", ["row", "verdict", "evidence"],
                        [[u["key"], u["verdict"], " / ".join(u["evidence"])] for u in unexpected]))
+    sampler = sampler_findings(document)
+    if sampler:
+        blocks.append(("h3", "Sampler findings"))
+        blocks.append(("p", "Implementations whose code is exact but which draw with a sampler that has a known "
+                            "defect in this dtype: the registry labels them inexact here (not a PASS, not a "
+                            "zoo member); the defect, its measured rate and its reproduction are the registry's."))
+        blocks.append(("table", ["row", "this run", "defect (rate, reproduction)"],
+                       [[f["key"], f["seen"], f["defect"]] for f in sampler], ["defect"] * len(sampler), 1))
     blocks.append(("h2", "Proofs"))
     blocks.append(("p", "Every catalogue rule with its claim and the verdict the prover reached; refuted rules carry "
                         "an exact counterexample TV and the worst-case TV found over the simplex at small n "
                         "(lower bound attained exactly, upper bound certified by z3 unless marked trivial)."))
-    header, rows = proof_table(document)
+    header, rows, statuses = proof_table(document)
     if rows:
-        blocks.append(("table", header, rows))
+        blocks.append(("table", header, rows, statuses, 2))
     blocks.append(("h2", "Drift per implementation and dtype"))
     blocks.append(("p", "White-box rows: exact TV of the implied output law, maximum absolute and ULP errors of the "
                         "output law, acceptance-rate error and target mass dropped, worst over the inputs, with the "
@@ -69,15 +80,17 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
                         "event beyond its tolerance (0 when nothing is flagged) and the detectable TV of the run "
                         "(power 0.99; scenarios whose dtype tolerance is vacuous, 1, are counted apart). White-box "
                         "rows show the detectable TV of the statistical runs of the same rule: drift below it is "
-                        "invisible to sampling at this budget."))
-    for dtype, (header, rows) in drift_tables(document).items():
+                        "invisible to sampling at this budget. In the HTML, green is a pass with its power, red a "
+                        "flagged row (zoo members and grid impossible mass included), amber a row that could not "
+                        "see much (underpowered), a known-bad member not caught, or a known sampler defect."))
+    for dtype, (header, rows, statuses) in drift_tables(document).items():
         blocks.append(("h3", dtype))
-        blocks.append(("table", header, rows))
+        blocks.append(("table", header, rows, statuses, 3))
     blocks.extend(_half_type_blocks(document))
     blocks.append(("h2", "The zoo: which check caught each known-bad implementation"))
-    header, rows = zoo_table(document)
+    header, rows, statuses = zoo_table(document)
     if rows:
-        blocks.append(("table", header, rows))
+        blocks.append(("table", header, rows, statuses, 2))
     blocks.append(("h2", "Figures"))
     for title, png, caption in figures:
         blocks.append(("figure", title, png, caption))
@@ -172,8 +185,12 @@ th, td { border: 1px solid #d0d7de; padding: 3px 7px; text-align: left; vertical
          overflow-wrap: break-word; }
 th { background: #f3f5f7; position: sticky; top: 0; }
 tr:nth-child(even) td { background: #fafbfc; }
-td.bad { color: #b42318; font-weight: 600; }
-td.good { color: #1a7f37; }
+td.bad, td.s-fail { color: #b42318; font-weight: 600; }
+td.good, td.s-pass { color: #1a7f37; }
+td.s-weak, td.s-missed, td.s-defect { color: #9a6700; font-weight: 600; }
+tr.s-fail td:first-child { border-left: 4px solid #b42318; }
+tr.s-pass td:first-child { border-left: 4px solid #1a7f37; }
+tr.s-weak td:first-child, tr.s-missed td:first-child, tr.s-defect td:first-child { border-left: 4px solid #d4a72c; }
 figure { margin: 16px 0 28px; }
 figure img { max-width: 100%; border: 1px solid #d0d7de; }
 figcaption { font-size: 13px; color: #444; margin-top: 6px; max-width: 1100px; }
@@ -193,6 +210,18 @@ def _cell_class(text: str) -> str:
     return ""
 
 
+def _html_row(row: list[Any], status: str | None, column: int) -> str:
+    """A table row: with a status, that column and the row's edge carry its colour and no cell is
+    coloured by its text alone (a 'pass' that is underpowered is not green)."""
+    esc = html.escape
+    if status is None:
+        return "<tr>" + "".join(f"<td{_cell_class(str(c))}>{esc(str(c))}</td>" for c in row) + "</tr>"
+    cells = "".join(f'<td class="s-{status}">{esc(str(c))}</td>' if i == column else
+                    f"<td{_cell_class(str(c)) if str(c) in ('yes', 'no') else ''}>{esc(str(c))}</td>"
+                    for i, c in enumerate(row))
+    return f'<tr class="s-{status}">{cells}</tr>'
+
+
 def render_html(blocks: list[Block], title: str = "specproof report") -> str:
     esc = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -207,9 +236,9 @@ def render_html(blocks: list[Block], title: str = "specproof report") -> str:
             out.append("<ul>" + "".join(f"<li>{esc(str(item))}</li>" for item in block[1]) + "</ul>")
         elif kind == "table":
             header, rows = block[1], block[2]
+            statuses, column = (block[3], block[4]) if len(block) > 3 else ([None] * len(rows), -1)
             head = "".join(f"<th>{esc(str(h))}</th>" for h in header)
-            body = "".join("<tr>" + "".join(f"<td{_cell_class(str(c))}>{esc(str(c))}</td>" for c in row) + "</tr>"
-                           for row in rows)
+            body = "".join(_html_row(row, status, column) for row, status in zip(rows, statuses))
             out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
         elif kind == "figure":
             data = base64.b64encode(block[2]).decode("ascii")
@@ -234,11 +263,20 @@ def terminal_summary(document: dict[str, Any], out_dir: str | None = None) -> st
              f"{', '.join(document['config']['dtypes'])}): {summary['rows']} rows in "
              f"{document['timing'].get('wall', 0):.0f} s"]
     for kind, counts in sorted(summary["by_kind"].items()):
-        lines.append(f"  {kind:<12} {counts['rows']:4d} rows, {counts['flagged']:3d} flagged")
+        weak = counts.get("weak", 0)
+        lines.append(f"  {kind:<12} {counts['rows']:4d} rows, {counts['flagged']:3d} flagged"
+                     + (f", {weak} {'BOUNDED' if kind == 'proof' else 'underpowered'} (not a pass with power)"
+                        if weak else ""))
     missed = [f"not caught: {', '.join(summary['zoo_not_caught'])}"] if summary["zoo_not_caught"] else []
     missed += [f"not measured: {', '.join(summary['zoo_not_measured'])}"] if summary["zoo_not_measured"] else []
+    missed += [f"not caught in some dtypes: {', '.join(summary['zoo_partly_caught'])}"] \
+        if summary.get("zoo_partly_caught") else []
     lines.append(f"  zoo          {summary['zoo_caught']}/{summary['zoo_members']} known-bad implementations caught"
                  + (f" ({'; '.join(missed)})" if missed else ""))
+    for finding in sampler_findings(document):
+        lines.append(f"  sampler      {finding['implementation']} {finding['dtype']}: {finding['seen']}")
+    extras = sorted({s["reason"] for s in document["skipped"] if "not installed" in s["reason"]})
+    lines += [f"  skipped      {reason}" for reason in extras]
     if summary["unexpected"]:
         lines.append(f"NOT AS EXPECTED ({len(summary['unexpected'])}):")
         lines += [f"  {u['key']}: {u['verdict']}" + (f" - {u['evidence'][0]}" if u["evidence"] else "")

@@ -79,3 +79,28 @@ def test_exact_softmax_bad_input(kwargs, argument):
     with pytest.raises(SpecproofInputError) as info:
         exact_softmax(**kwargs)
     assert info.value.argument == argument
+
+
+def test_integer_arrays_stay_exact_above_2_to_53_and_complex_is_refused():
+    big = [2**60 + 1, 2**60 - 1]
+    for x in (np.array(big, dtype=np.int64), np.array(big, dtype=np.uint64), torch.tensor(big)):
+        assert to_exact(x) == (Fraction(2**60 + 1), Fraction(2**60 - 1))
+        nums, exponent, name = dyadic_array(x)
+        assert list(nums) == big and exponent == 0 and name == "exact"
+    for bad, fragment in ((torch.tensor([0.5 + 0j, 0.5]), "complex tensor"), (np.array([0.5 + 1j]), "complex array"),
+                          (torch.tensor([True, False]), "bool tensor")):
+        with pytest.raises(SpecproofInputError, match=fragment):
+            to_exact(bad)
+
+
+def test_exact_softmax_bounds_its_work_by_the_logit_span():
+    from specproof.harness.softmax import MAX_LOGIT_SPREAD
+
+    assert 11432 < MAX_LOGIT_SPREAD < 11433  # 16494 ln 2: binary128's smallest subnormal is 2^-16494
+    ref = exact_softmax([0, -10000])  # a -1e4 mask (common in practice) is still certified
+    assert 0 < ref.probs[1] < Fraction(1, 2**14000) and ref.rel_error_bound < Fraction(1, 2**100)
+    for logits in ([1e30, -1e30], [1e6, 0.0]):
+        with pytest.raises(SpecproofInputError, match="drop masked tokens"):
+            exact_softmax(logits)
+    with pytest.raises(SpecproofInputError, match="span"):
+        exact_softmax([0, -100], temperature=Fraction(1, 1000))  # the span is taken after the temperature

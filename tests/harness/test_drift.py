@@ -239,3 +239,22 @@ def test_the_form_sets_the_bound_log_form_in_bfloat16():
     tight = measure_whitebox(step_log, p, q, dtype="bfloat16", form="ratio")
     assert "accept" in tight.failing_fields() and tight.fields["accept"].max_rel_error > 0.05
     assert measure_whitebox(step_ratio, p, q, dtype="bfloat16", form="ratio").within_tolerance
+
+
+def test_summary_and_repr_are_short_and_name_zero_vs_nonzero():
+    p = np.random.default_rng(3).dirichlet(np.full(64, 0.5))
+    p[:8] = 0.0
+    p /= p.sum()
+    result = measure_whitebox(impls.get("whitebox-residual-clamped"), p, p.copy(), dtype="float64")
+    assert len(repr(result)) < 200 and "Fraction" not in repr(result)
+    text = result.summary()
+    assert "BEYOND TOLERANCE" in text and "Fraction" not in text and len(text.splitlines()) == 2 + len(FIELDS)
+    residual = result.fields["residual"]
+    # p == q: the exact residual is 0 everywhere, the clamped one is tiny/sum on every token; its "ULP
+    # error" over the smallest subnormal overflows, and is said as what it is
+    assert residual.zero_mismatches == 64 and residual.max_ulp_error > 1e300
+    assert residual.max_ulp_error_same_support == 0.0
+    assert residual.ulp_text() == "zero vs non-zero (64); 0 elsewhere"
+    assert "zero vs non-zero (64)" in text and "inf" not in text
+    clean = measure_whitebox(impls.get("whitebox-ratio"), p, np.full(64, 1 / 64), dtype="float32")
+    assert clean.fields["output"].zero_mismatches == 0 and "zero vs" not in clean.summary()

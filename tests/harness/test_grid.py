@@ -275,3 +275,11 @@ def test_counting_equals_brute_force_on_the_torch_cpu_bfloat16_grid():
     fn = impls.get("le-ratio-uniforms").fn
     result = measure_grid(fn, pair, dtype="bfloat16")
     assert result.law == brute_force_law(fn, pair, grid, "bfloat16")
+
+
+def test_summary_and_repr_are_one_line_without_fractions():
+    scenario = scenarios()[1]
+    result = measure_grid(impls.get("le-ratio-uniforms"), scenario.realise("float32"))
+    text = result.summary()
+    assert "\n" not in text and "Fraction" not in repr(result) and len(repr(result)) < 300
+    assert "impossible-mass" in text and "impossible mass" in text and "grid tolerance" in text

@@ -9,6 +9,7 @@ import torch
 
 import specproof.impls as impls
 from specproof.harness import report as report_module
+from specproof.harness import report_publish as publish_module
 from specproof.harness.cli import main
 from specproof.harness.report import OUTPUT_FILES, ProgressBar, ReportConfig, run_report, write_report
 from specproof.harness.report_analysis import summarise
@@ -198,8 +199,8 @@ def test_an_exception_while_writing_leaves_no_files(tiny_document, tmp_path, mon
             raise OSError("disk full")
         return original(path, text)
 
-    original = report_module.atomic_write_text
-    monkeypatch.setattr(report_module, "atomic_write_text", failing_write)
+    original = publish_module.atomic_write_text
+    monkeypatch.setattr(publish_module, "atomic_write_text", failing_write)
     with pytest.raises(OSError):
         write_report(tiny_document, out)
     assert list(tmp_path.iterdir()) == []
@@ -209,7 +210,7 @@ def test_an_existing_report_is_replaced_or_kept_whole(tiny_document, tmp_path, m
     out = tmp_path / "report"
     write_report(tiny_document, out)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    monkeypatch.setattr(report_module.os, "replace", _fail_on_second(report_module.os.replace))
+    monkeypatch.setattr(publish_module.os, "replace", _fail_on_second(publish_module.os.replace))
     with pytest.raises(OSError):
         write_report(tiny_document, out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the previous report, put back
@@ -337,3 +338,52 @@ def test_committed_sample_report_parses_under_the_current_schema():
     assert total < 4 * 2**20
     markdown, html = render_report(document)  # the renderer still understands the committed file
     assert "## Proofs" in markdown and html.count("data:image/png;base64,") == 4
+
+
+# -- signals -----------------------------------------------------------------------------------------
+
+def test_sigterm_in_the_publish_window_leaves_the_new_report_not_a_hidden_old_one(tiny_document, tmp_path,
+                                                                                 monkeypatch):
+    import os
+    import signal
+
+    out = tmp_path / "report"
+    out.mkdir()
+    for name in OUTPUT_FILES:
+        (out / name).write_text("old\n")
+    real_replace = publish_module.os.replace
+
+    def replace_then_terminate(src, dst):
+        real_replace(src, dst)
+        if str(dst).endswith(".old/report"):  # the old report has just been moved aside
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def terminated(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    monkeypatch.setattr(publish_module.os, "replace", replace_then_terminate)
+    try:
+        with pytest.raises(KeyboardInterrupt):  # delivered once the window closes
+            write_report(tiny_document, out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no hidden .report.*.old left
+    assert json.loads((out / "results.json").read_text())["schema"] == SCHEMA
+
+
+def test_stopping_the_pool_terminates_running_workers_at_once():
+    import concurrent.futures
+    import multiprocessing
+    import time
+
+    pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = [pool.submit(time.sleep, 600) for _ in range(2)]
+        while not all(f.running() for f in futures):
+            time.sleep(0.05)
+        processes = list(pool._processes.values())
+        report_module._stop_workers(pool)
+        assert not any(p.is_alive() for p in processes)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

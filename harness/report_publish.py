@@ -1,0 +1,92 @@
+"""Publishing a report folder atomically: ``results.json``, ``report.md`` and ``report.html`` together.
+
+Every file is first written into a temporary folder next to ``out``, which is then renamed into place (an
+existing report folder is renamed away first and removed after), so an interrupted run leaves either the
+previous report or the new one, never a mix or half a file.  SIGTERM, SIGINT and SIGHUP are held back
+for the two renames and the clean-up, so a kill in that window cannot leave the previous report only in
+the hidden ``.NAME.*.old`` folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from specproof.proofs.errors import SpecproofInputError
+
+from .provenance import atomic_write_text, write_json
+
+__all__ = ["OUTPUT_FILES", "check_out_dir", "write_report"]
+
+OUTPUT_FILES = ("results.json", "report.md", "report.html")
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse an ``--out`` that is a file or a folder holding files the report does not own."""
+    if out.exists() and not out.is_dir():
+        raise SpecproofInputError("--out", f"{str(out)!r} is a file", "pass a folder for the report")
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
+        if foreign:
+            raise SpecproofInputError("--out", f"{str(out)!r} holds files the report does not own "
+                                      f"({', '.join(foreign[:3])})", "pass an empty or report-only folder")
+
+
+def write_report(document: dict[str, Any], out: str | Path,
+                 render: Callable[[dict[str, Any]], tuple[str, str]] | None = None) -> Path:
+    """Render and publish ``results.json``, ``report.md`` and ``report.html`` into ``out`` atomically."""
+    out = Path(out)
+    check_out_dir(out)
+    if render is None:
+        from .report_render import render_report as render
+    markdown, html = render(document)  # everything is rendered before anything is written
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    backup_dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    backup = backup_dir / out.name
+    try:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; a report folder is as readable as any other
+        write_json(staging / "results.json", document)
+        atomic_write_text(staging / "report.md", markdown)
+        atomic_write_text(staging / "report.html", html)
+        for name in OUTPUT_FILES:  # mkstemp makes 0600
+            (staging / name).chmod(0o666 & ~umask)
+        with _signals_deferred():  # the two renames and the clean-up are not interrupted between them
+            try:
+                if out.exists():
+                    os.replace(out, backup)
+                os.replace(staging, out)
+            except BaseException:
+                if backup.exists() and not out.exists():
+                    os.replace(backup, out)  # put the previous report back
+                raise
+            finally:
+                shutil.rmtree(backup_dir, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(backup_dir, ignore_errors=True)
+        raise
+    return out
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Any:
+    """Block SIGTERM, SIGINT and SIGHUP in this thread for the block; pending ones arrive after it, so a
+    kill in the publish window leaves the new report (or the old one), never the old one only in a
+    hidden ``.NAME.*.old`` folder."""
+    import signal
+
+    blockable = hasattr(signal, "pthread_sigmask")
+    wanted = {getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, n)}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, wanted) if blockable else None
+    try:
+        yield
+    finally:
+        if blockable:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
