@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["DTYPE_ORDER", "fmt", "proof_table", "drift_tables", "half_type_split", "zoo_table",
            "unexpected_rows", "detectable_by_rule", "summarise", "row_status", "worst_status", "STATUSES",
-           "sampler_findings", "ulp_text"]
+           "sampler_findings", "ulp_text", "WEAK_LABEL"]
 
 # statuses from best to worst; a table line takes its rows' worst
 STATUSES = ("pass", "weak", "missed", "defect", "fail")
@@ -89,6 +89,9 @@ def row_status(row: dict[str, Any]) -> str:
     if row["kind"] == "whitebox" and row["detail"].get("tolerance_vacuous"):
         return "weak"
     return "pass"
+
+
+WEAK_LABEL = {"proof": "BOUNDED", "statistical": "underpowered", "whitebox": "with a vacuous tolerance"}
 
 
 def worst_status(statuses: list[str]) -> str:
@@ -324,6 +327,9 @@ def unexpected_rows(document: dict[str, Any]) -> list[dict[str, Any]]:
         row = document["rows"][key]
         detail = row["detail"]
         evidence = detail.get("findings") or detail.get("failing_fields") or detail.get("violations") or []
+        if row["kind"] == "proof":
+            evidence = [f"expected {row.get('expected', 'PROVED')}; scope {detail.get('scope') or detail.get('n')}"
+                        + (f"; {detail['reason']}" if detail.get("reason") else "")]
         if detail.get("error"):
             evidence = [detail["error"]]
         if row["kind"] == "grid":

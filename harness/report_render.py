@@ -12,7 +12,7 @@ import base64
 import html
 from typing import Any
 
-from .report_analysis import (DTYPE_ORDER, drift_tables, fmt, half_type_split, proof_table, sampler_findings,
+from .report_analysis import (DTYPE_ORDER, WEAK_LABEL, drift_tables, fmt, half_type_split, proof_table, sampler_findings,
                               summarise, unexpected_rows, zoo_table)
 
 __all__ = ["report_blocks", "render_markdown", "render_html", "render_report", "terminal_summary"]
@@ -45,7 +45,7 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
     blocks.append(("h2", "Summary"))
     kinds = summary["by_kind"]
     blocks.append(("list", [f"{kind}: {c['rows']} rows, {c['flagged']} flagged"
-                            + (f", {c['weak']} {'BOUNDED' if kind == 'proof' else 'underpowered'}" if c.get("weak") else "")
+                            + (f", {c['weak']} {WEAK_LABEL.get(kind, 'weak')}" if c.get("weak") else "")
                             for kind, c in sorted(kinds.items())]
                    + [f"zoo: {summary['zoo_caught']} of {summary['zoo_members']} known-bad implementations caught"
                       + (f", {len(summary['zoo_not_measured'])} not measured in this mode"
@@ -265,8 +265,7 @@ def terminal_summary(document: dict[str, Any], out_dir: str | None = None) -> st
     for kind, counts in sorted(summary["by_kind"].items()):
         weak = counts.get("weak", 0)
         lines.append(f"  {kind:<12} {counts['rows']:4d} rows, {counts['flagged']:3d} flagged"
-                     + (f", {weak} {'BOUNDED' if kind == 'proof' else 'underpowered'} (not a pass with power)"
-                        if weak else ""))
+                     + (f", {weak} {WEAK_LABEL.get(kind, 'weak')} (not a pass with power)" if weak else ""))
     missed = [f"not caught: {', '.join(summary['zoo_not_caught'])}"] if summary["zoo_not_caught"] else []
     missed += [f"not measured: {', '.join(summary['zoo_not_measured'])}"] if summary["zoo_not_measured"] else []
     missed += [f"not caught in some dtypes: {', '.join(summary['zoo_partly_caught'])}"] \

@@ -92,6 +92,20 @@ def test_unmeasurable_records_are_skipped_with_a_reason():
     assert document["rows"] == {}
 
 
+def test_a_missing_transformers_is_a_skip_that_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a))
+    record = next(r for r in impls.implementations() if r.needs_extra == "transformers")
+    tasks, skipped = report_module.plan(tiny_config(dtypes=("bfloat16",)), [record])
+    assert tasks == [] and "transformers, which is not installed" in skipped[0]["reason"]
+    assert "[report]" in skipped[0]["reason"]
+    document = {"skipped": skipped, "rows": {}, "zoo": [], "config": {"mode": "quick", "dtypes": ["bfloat16"]},
+                "provenance": {"device": "cpu"}, "timing": {}}
+    assert "skipped      needs transformers" in terminal_summary(document)
+
+
 def test_proof_rows_have_claims_verdicts_and_hashes():
     canonical = run_task(TaskSpec("proof", "canonical", params=(("drift", False), ("rlimit", 20_000_000))), None, {})
     theorem = run_task(TaskSpec("proof", "T1", params=(("rlimit", 20_000_000),)), None, {})
@@ -387,3 +401,30 @@ def test_stopping_the_pool_terminates_running_workers_at_once():
         assert not any(p.is_alive() for p in processes)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_cli_stops_its_workers_and_keeps_the_previous_report(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "report.md").write_text("previous\n")
+    proc = subprocess.Popen([sys.executable, "-m", "specproof.harness.cli", "report", "--quick", "--no-proofs",
+                             "--jobs", "2", "--quiet", "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    children_file = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    workers: list[int] = []
+    while proc.poll() is None and len(workers) < 2:  # the resource tracker and at least one worker
+        time.sleep(0.5)
+        workers = [int(c) for c in open(children_file).read().split()] if os.path.exists(children_file) else []
+    time.sleep(3)
+    workers = [int(c) for c in open(children_file).read().split()]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130 and "nothing was written" in proc.stderr.read()
+    time.sleep(1)
+    assert not [w for w in workers if os.path.exists(f"/proc/{w}") and "Z" not in open(f"/proc/{w}/stat").read().split()[2]]
+    assert (out / "report.md").read_text() == "previous\n" and sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
