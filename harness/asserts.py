@@ -10,10 +10,12 @@ __all__ = ["assert_lossless"]
 
 
 def assert_lossless(verify: Callable[..., Any], **kwargs: Any) -> CheckResult:
-    """Run :func:`~specproof.harness.check_verifier` and raise ``AssertionError`` on a finding.
+    """Run :func:`~specproof.harness.check_verifier`; ``AssertionError`` unless the verdict is PASS.
 
-    The message has a fixed shape: headline, ``Mismatched events: k / n (p%)``, the worst offenders
-    with their scenario, observed and exact values and the allowed band, and the detectable TV.
+    FAIL and UNDERPOWERED both raise (an underpowered run proves nothing; raise ``samples`` or state a
+    larger ``max_detectable_tv``).  The message is :meth:`CheckResult.summary`: headline, a one-line
+    diagnosis, ``Mismatched events: k / n (p%)``, at most 10 findings (observed vs exact, tolerance,
+    evidence and threshold), and the detectable TV.
     Keyword arguments go to ``check_verifier`` (``dtype``, ``device``, ``samples``, ``seed``, ``rule``...).
     Returns the result when the verifier passes."""
     __tracebackhide__ = True

@@ -12,16 +12,22 @@ under test, calls ``verify(draft_probs, target_probs, draft_token_ids, generator
    probability at most ``alpha`` (default 1e-6) over all events, scenarios and sequential looks,
    with the dtype's derived tolerance (:mod:`.tolerances`) as the null band.
 
+4. reproducibility: one batch is run twice with same-seeded generators and fresh copies of the
+   inputs; outputs that differ (a verifier using the global RNG, not ``generator``) are a finding.
+
 Sequential: rows arrive in four looks (1/8, 1/4, 1/2, all of the samples), interleaved over the
-scenarios; a scenario stops at the first look that rejects (the whole run too with ``fail_fast``).  The result reports, per scenario, the smallest total variation a deviation
-concentrated on a tested event must have to be detected with probability 0.99.
+scenarios; a scenario stops at the first look that rejects (the whole run too with ``fail_fast``).
+The result reports, per scenario, the smallest total variation a deviation concentrated on a tested
+event must have to be detected with probability 0.99; the verdict (:mod:`.check_result`) is PASS only
+when that is at most ``max_detectable_tv`` everywhere, else UNDERPOWERED (or FAIL on a finding).
+The verifier gets its own copies of the inputs: the harness never reads back what it was handed.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -30,6 +36,9 @@ import torch
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.rules import StepRule, get_step_rule
 
+from .check_calls import ContractViolation, VerifierError, call_verifier, check_timeout, validate_output
+from .check_result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult, Finding,
+                           ScenarioReport, Verdict)
 from .convert import dtype_name
 from .events import EventFamily, build_families, emitted_lengths
 from .scenarios import Realisation, Scenario, default_suite
@@ -37,152 +46,11 @@ from .statistics import critical_value, detectable_shift
 from .tolerances import round_tolerance
 
 __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "ContractViolation",
-           "VerifierError", "DEFAULT_SAMPLES", "LOOKS"]
+           "VerifierError", "Verdict", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT", "DEFAULT_MAX_DETECTABLE_TV", "LOOKS"]
 
-DEFAULT_SAMPLES = 200_000
 LOOKS = (1 / 8, 1 / 4, 1 / 2, 1.0)
-MAX_FINDINGS_PER_SCENARIO = 5
-
-
-class ContractViolation(SpecproofInputError):
-    """The verifier's output breaks the batched contract (a usage error: exit 2)."""
-
-
-class VerifierError(SpecproofInputError):
-    """The verifier raised, or ran past its time limit (a usage error: exit 2)."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One rejected event: where, what, how far, how sure."""
-
-    scenario: str
-    family: str
-    event: str
-    expected: float
-    observed: float
-    tolerance: float
-    statistic: float
-    critical: float
-    rows: int
-    exact_tv: float | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in self.__dict__.items()} | {
-            "statistic": "inf" if math.isinf(self.statistic) else self.statistic}
-
-    def line(self) -> str:
-        tv = f", exact TV of this bug class {self.exact_tv:.4g}" if self.exact_tv is not None else ""
-        stat = "certain (probability-0 event)" if math.isinf(self.statistic) else \
-            f"N*KL {self.statistic:.1f} >= {self.critical:.1f}"
-        return (f"[{self.scenario}] {self.family}: {self.event}: observed {self.observed:.6g} vs exact "
-                f"{self.expected:.6g} (allowed +/-{self.tolerance:.3g}; {stat}; {self.rows} rows{tv})")
-
-
-@dataclass
-class ScenarioReport:
-    name: str
-    vocab: int
-    k: int
-    rows: int
-    events: int
-    tolerance: float
-    detectable_tv: float
-    stopped_early: bool
-    findings: list[Finding] = field(default_factory=list)
-    rejected_events: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["findings"] = [f.as_json() for f in self.findings]
-        return out
-
-
-@dataclass
-class CheckResult:
-    """Verdict ("pass"/"fail"), findings, per-scenario reports, power and timing."""
-
-    verdict: str
-    dtype: str
-    device: str
-    seed: int
-    alpha: float
-    samples: int
-    rule: str | None
-    scenarios: list[ScenarioReport]
-    verifier_seconds: float
-    harness_seconds: float
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "pass"
-
-    @property
-    def findings(self) -> list[Finding]:
-        return [f for s in self.scenarios for f in s.findings]
-
-    @property
-    def detectable_tv(self) -> float:
-        """Worst (largest) per-scenario detectable TV: a guarantee that holds for every scenario."""
-        return max(s.detectable_tv for s in self.scenarios)
-
-    @property
-    def rows(self) -> int:
-        """Verifier rows consumed in total."""
-        return sum(s.rows for s in self.scenarios)
-
-    @property
-    def harness_share(self) -> float:
-        total = self.verifier_seconds + self.harness_seconds
-        return self.harness_seconds / total if total else 0.0
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict, "dtype": self.dtype, "device": self.device, "seed": self.seed,
-            "alpha": self.alpha, "samples_per_scenario": self.samples, "rule": self.rule,
-            "detectable_tv": self.detectable_tv, "rows": self.rows, "verifier_seconds": self.verifier_seconds,
-            "harness_seconds": self.harness_seconds, "harness_share": self.harness_share,
-            "scenarios": [s.as_json() for s in self.scenarios],
-        }
-
-    def summary(self) -> str:
-        rejected = sum(s.rejected_events for s in self.scenarios)
-        events = sum(s.events for s in self.scenarios)
-        rows = self.rows
-        head = "PASS: no drift beyond the dtype's tolerance detected" if self.passed else \
-            "FAIL: the verifier's law differs from the exact reference"
-        lines = [f"{head} ({self.dtype} on {self.device}, {rows} rows, {len(self.scenarios)} scenarios)",
-                 f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
-                 f"family-wise false-alarm probability <= {self.alpha:g}"]
-        for finding in self.findings:
-            lines.append("  " + finding.line())
-        worst = max(self.scenarios, key=lambda s: s.detectable_tv)
-        lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
-                     f"(worst scenario: {worst.name})")
-        lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
-                     f"({100 * self.harness_share:.0f}% harness)")
-        return "\n".join(lines)
-
-
-def _validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str) -> torch.Tensor:
-    def bad(problem: str, fix: str) -> ContractViolation:
-        return ContractViolation("verify", f"on scenario '{scenario}' the output {problem}", fix)
-
-    if not isinstance(emitted, torch.Tensor):
-        raise bad(f"is a {type(emitted).__name__}, not a tensor", "return emitted [B, K+1] as a torch int64 tensor")
-    if tuple(emitted.shape) != (batch, k + 1):
-        raise bad(f"has shape {tuple(emitted.shape)}, expected {(batch, k + 1)}", "return [B, K+1]")
-    if emitted.dtype != torch.int64:
-        raise bad(f"has dtype {emitted.dtype}", "return int64 token ids")
-    emitted = emitted.detach().cpu()
-    if bool(((emitted < -1) | (emitted >= vocab)).any()):
-        raise bad(f"has ids outside [-1, {vocab})", "emit token ids in range, -1 only as padding")
-    present = emitted >= 0
-    if not bool(present[:, 0].all()):
-        raise bad("has rows that emit no token", "every round emits at least the correction/bonus token")
-    if bool((present[:, 1:] & ~present[:, :-1]).any()):
-        raise bad("has -1 holes (a token after a -1)", "pad with -1 only after the last emitted token")
-    return emitted
+MAX_FINDINGS_PER_SCENARIO = 100  # stored (JSON); summary() prints the strongest SHOWN_FINDINGS
+REPRODUCIBILITY_ROWS = 256
 
 
 def _kl(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -208,68 +76,84 @@ def _test_family(family: EventFamily, counts: np.ndarray, n: int, tau: float, c:
     return observed, tol, stat
 
 
-def _call(verify: Callable[..., Any], args: tuple, timeout: float | None, scenario: str) -> Any:
-    if timeout is None:
-        return _guarded(verify, args, scenario)
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
-        return _guarded(verify, args, scenario)
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise TimeoutError
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
-    try:
-        return _guarded(verify, args, scenario, timeout)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _guarded(verify: Callable[..., Any], args: tuple, scenario: str, timeout: float | None = None) -> Any:
-    try:
-        return verify(*args)
-    except TimeoutError:
-        raise VerifierError("verify", f"did not return within {timeout:g} s on scenario '{scenario}'",
-                            "fix the hang or raise the time limit (--timeout)") from None
-    except SpecproofInputError:
-        raise
-    except Exception as err:  # the verifier's own failure, reported as a usage error
-        raise VerifierError("verify", f"raised {type(err).__name__}: {err} on scenario '{scenario}'",
-                            "make the verifier accept the batched contract's inputs") from None
-
-
-def _impossible(emitted: torch.Tensor, drafts: torch.Tensor, target_rows: torch.Tensor) -> tuple[int, int]:
-    """Rows emitting a probability-0 token at its prefix; rows whose leading tokens are not the drafts."""
+def _impossible(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int]:
+    """Rows emitting a token of target probability 0 at its emitted prefix (read from the harness's own
+    rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts."""
+    n, width = emitted.shape
     lengths = emitted_lengths(emitted)
-    positions = torch.arange(emitted.shape[1])
+    positions = torch.arange(width)
     inside = positions < lengths.unsqueeze(1)
-    probs = target_rows.cpu().gather(-1, emitted.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    tokens = emitted.clamp(min=0)
+    classes = torch.cat([torch.zeros((n, 1), dtype=torch.int64), tokens[:, :-1] % real.classes], dim=1)
+    probs = real.target[positions.expand(n, width), classes, tokens]
     zero_token = (inside & (probs == 0)).any(dim=1)
     before_last = positions[:-1] < (lengths - 1).unsqueeze(1)
     mismatch = (before_last & (emitted[:, :-1] != drafts)).any(dim=1)
     return int(zero_token.sum()), int(mismatch.sum())
 
 
+class _Progress:
+    """One bar over every verifier row of the run (tqdm: percentage, rate, ETA), or messages."""
+
+    def __init__(self, progress: Any, total: int):
+        self.say = progress if callable(progress) else None
+        self.bar = None
+        if progress is None:
+            progress = sys.stderr.isatty()
+        if progress is True:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="rows", desc="specproof check", file=sys.stderr,
+                            dynamic_ncols=True, unit_scale=True)
+
+    def rows(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def look(self, name: str, rows: int, look: int, rejected: int, dropped: int) -> None:
+        if self.bar is not None:
+            if dropped:  # rows a stopped scenario will not run
+                self.bar.total -= dropped
+                self.bar.refresh()
+            self.bar.set_postfix_str(f"look {look}/{len(LOOKS)}, {name}", refresh=False)
+        elif self.say is not None:
+            self.say(f"{name}: {rows} rows, look {look}/{len(LOOKS)}, {rejected} events rejected")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device: str = "cpu",
                    samples: int | None = None, budget: int | None = None, seed: int = 0,
                    alpha: float = 1e-6, rule: str | StepRule | None = None,
                    scenarios: list[Scenario] | None = None, batch_size: int = 8192,
-                   timeout: float | None = None, fail_fast: bool = False,
-                   progress: Callable[[str], None] | None = None) -> CheckResult:
+                   timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False,
+                   max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV,
+                   progress: bool | Callable[[str], None] | None = None,
+                   hard_timeout: bool = False) -> CheckResult:
     """Check a batched-contract verifier against the exact reference (module docstring).
 
+    ``verify`` is executed in this process with the caller's rights.
     ``samples``: rows per scenario (default 200,000); or ``budget``: total rows split evenly.
     ``rule``: also require the emission law of this single-step rule (e.g. ``"canonical"``).
-    ``timeout``: seconds allowed per verifier call (main thread on POSIX).
+    ``timeout``: seconds allowed per verifier call (default 120; enforced on the main thread on POSIX
+    only; ``None`` for no limit; see :mod:`.check_calls` for verifiers that catch ``BaseException``).
+    ``hard_timeout``: end the process (exit 2) when a verifier ignores the time limit (the CLI's choice).
+    ``max_detectable_tv``: the power a PASS must have; a run that cannot see this TV is UNDERPOWERED.
+    ``progress``: ``None`` a bar when stderr is a terminal, ``True``/``False`` bar or silence, or a
+    callable receiving one line per scenario and look.
     ``fail_fast``: stop the whole run at the first look that rejects (``CheckResult.rows`` then
     counts the rows it took to flag the verifier)."""
     dtype = dtype_name(dtype)
     if samples is not None and budget is not None:
         raise SpecproofInputError("samples", "both samples and budget given", "pass one of them")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+    check_timeout(timeout)
+    if not (isinstance(max_detectable_tv, (int, float)) and 0 < max_detectable_tv <= 1):
+        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
+                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
     rule_record = get_step_rule(rule) if rule is not None else None
     if scenarios is not None:
         suite = list(scenarios)
@@ -287,13 +171,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         raise SpecproofInputError("alpha", f"{alpha} is not in (0, 1)", "use e.g. 1e-6")
     if batch_size < 1:
         raise SpecproofInputError("batch_size", f"{batch_size} < 1", "use a positive batch size")
-    try:
-        torch_device = torch.device(device)
-    except RuntimeError:
-        raise SpecproofInputError("device", f"unknown device {device!r}", "use 'cpu' or 'cuda'") from None
-    if torch_device.type == "cuda" and not torch.cuda.is_available():
-        raise SpecproofInputError("device", "CUDA is not available here", "use --device cpu")
-    say = progress or (lambda _msg: None)
+    torch_device = _device(device)
 
     start = time.perf_counter()
     realised = [_prepared(scenario, dtype, str(torch_device), rule_record) for scenario in suite]
@@ -301,36 +179,94 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     c = critical_value(alpha, total_events, len(LOOKS))
     states = [_ScenarioState(index, real, families, dtype, batch_size, seed)
               for index, (real, families) in enumerate(realised)]
-    verifier_seconds = 0.0
-    halted = False
-    # looks interleave the scenarios: every scenario gets 1/8 of its rows before any gets more, so a
-    # bug visible in one scenario only is flagged after a fraction of the run
-    for look, fraction in enumerate(LOOKS):
-        goal = max(1, int(round(per_scenario * fraction)))
-        for state in states:
-            if state.done:
-                continue
-            verifier_seconds += state.advance(goal, verify, torch_device, timeout)
-            state.findings, state.rejected = _evaluate(state.real.scenario.name, state.families,
-                                                       state.counts, state.impossible, state.rows,
-                                                       state.tau, c)
-            say(f"{state.real.scenario.name}: {state.rows} rows, look {look + 1}/{len(LOOKS)}, "
-                f"{state.rejected} events rejected")
-            if state.rejected:
-                state.done = True
-                state.stopped = look < len(LOOKS) - 1
-                if fail_fast:
+    call = _Caller(verify, torch_device, timeout, hard_timeout)
+    bar = _Progress(progress, per_scenario * len(states))
+    try:
+        reproducibility = _reproducibility(states[0], call, per_scenario)
+        halted = bool(reproducibility) and fail_fast
+        # looks interleave the scenarios: every scenario gets 1/8 of its rows before any gets more, so a
+        # bug visible in one scenario only is flagged after a fraction of the run
+        for look, fraction in enumerate(LOOKS):
+            if halted:
+                break
+            goal = max(1, int(round(per_scenario * fraction)))
+            for state in states:
+                if state.done:
+                    continue
+                state.advance(goal, call, bar)
+                state.findings, state.rejected = _evaluate(state, c)
+                dropped = 0
+                if state.rejected:
+                    state.done = True
+                    state.stopped = look < len(LOOKS) - 1
+                    dropped = per_scenario - state.rows
+                bar.look(state.real.scenario.name, state.rows, look + 1, state.rejected, dropped)
+                if state.rejected and fail_fast:
                     halted = True
                     break
-        if halted:
-            break
+    finally:
+        bar.close()
     reports = [state.report(c) for state in states]
     total = time.perf_counter() - start
-    verdict = "fail" if any(r.findings for r in reports) else "pass"
+    if any(r.findings for r in reports) or reproducibility:
+        verdict = Verdict.FAIL
+    elif max(r.detectable_tv for r in reports) > max_detectable_tv:
+        verdict = Verdict.UNDERPOWERED
+    else:
+        verdict = Verdict.PASS
     return CheckResult(verdict=verdict, dtype=dtype, device=str(torch_device), seed=seed, alpha=alpha,
                        samples=per_scenario, rule=rule_record.name if rule_record else None,
-                       scenarios=reports, verifier_seconds=verifier_seconds,
-                       harness_seconds=total - verifier_seconds)
+                       scenarios=reports, verifier_seconds=call.seconds,
+                       harness_seconds=total - call.seconds, max_detectable_tv=float(max_detectable_tv),
+                       reproducibility=reproducibility)
+
+
+def _device(device: Any) -> torch.device:
+    try:
+        torch_device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise SpecproofInputError("device", f"unknown device {device!r}", "use 'cpu' or 'cuda'") from None
+    if torch_device.type not in ("cpu", "cuda"):
+        raise SpecproofInputError("device", f"{device!r}: the check runs on 'cpu' or 'cuda' only",
+                                  "use --device cpu or --device cuda")
+    if torch_device.type == "cuda" and not torch.cuda.is_available():
+        raise SpecproofInputError("device", "CUDA is not available here", "use --device cpu")
+    return torch_device
+
+
+class _Caller:
+    """Calls the verifier on the harness's own copies of one batch; counts its seconds."""
+
+    def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
+        self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
+        self.seconds = 0.0
+
+    def __call__(self, real: Realisation, drafts: torch.Tensor, seed: int) -> torch.Tensor:
+        draft_rows, target_rows = real.rows(drafts)
+        gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
+        args = (draft_rows, target_rows, drafts.to(self.device, copy=True), gen)
+        t0 = time.perf_counter()
+        out = call_verifier(self.verify, args, self.timeout, real.scenario.name, self.hard)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.seconds += time.perf_counter() - t0
+        return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)
+
+
+def _reproducibility(state: "_ScenarioState", call: _Caller, per_scenario: int) -> list[Finding]:
+    """One batch of the first scenario, twice, with generators of the same seed."""
+    n = min(REPRODUCIBILITY_ROWS, per_scenario)
+    drafts = state.real.sample_drafts(n, torch.Generator().manual_seed(state.seed % (2**63)))
+    seed = state.seed * 7_919 + 2**40
+    first, second = call(state.real, drafts, seed), call(state.real, drafts, seed)
+    differ = int((first != second).any(dim=1).sum())
+    if not differ:
+        return []
+    return [Finding(state.real.scenario.name, "reproducibility",
+                    f"two runs of the same {n}-row batch with same-seeded generators differ in {differ} rows: "
+                    "the verifier draws randomness that the generator argument does not control (e.g. the "
+                    "global RNG); fix: pass generator=generator to every random call",
+                    0.0, differ / n, 0.0, math.inf, 0.0, n)]
 
 
 _PREPARED: dict[tuple[int, str, str, str | None], tuple[Scenario, Realisation, list[EventFamily]]] = {}
@@ -355,9 +291,9 @@ class _ScenarioState:
 
     def __init__(self, index: int, real: Realisation, families: list[EventFamily], dtype: str,
                  batch_size: int, seed: int):
-        self.index, self.real, self.families, self.seed = index, real, families, seed
+        self.index, self.real, self.families, self.seed, self.dtype = index, real, families, seed, dtype
         self.tau = float(round_tolerance(dtype, real.vocab, real.k))
-        self.draft_gen = torch.Generator().manual_seed(seed * 1_000_003 + index)
+        self.draft_gen = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
         # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
         self.chunk = max(16, min(batch_size, (1 << 25) // ((2 * real.k + 1) * real.vocab)))
         self.counts = [np.zeros(f.n_keys) for f in families]
@@ -365,32 +301,24 @@ class _ScenarioState:
         self.rows = 0
         self.findings: list[Finding] = []
         self.rejected = 0
+        self.evidence: dict[str, float] = {}  # bug-class rule -> N*KL of its excess set (excess side only)
         self.done = False
         self.stopped = False
 
-    def advance(self, goal: int, verify: Callable[..., Any], device: torch.device,
-                timeout: float | None) -> float:
-        """Run the verifier until ``goal`` rows; returns the seconds spent inside it."""
-        real, name, spent = self.real, self.real.scenario.name, 0.0
+    def advance(self, goal: int, call: _Caller, bar: _Progress) -> None:
+        """Run the verifier until ``goal`` rows."""
+        real = self.real
         while self.rows < goal:
             n = min(self.chunk, goal - self.rows)
             drafts = real.sample_drafts(n, self.draft_gen)
-            draft_rows, target_rows = real.rows(drafts)
-            gen = torch.Generator(device=device).manual_seed(
-                (self.seed * 7_919 + self.index * 104_729 + self.rows) % (2**63))
-            t0 = time.perf_counter()
-            out = _call(verify, (draft_rows, target_rows, drafts.to(device), gen), timeout, name)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            spent += time.perf_counter() - t0
-            emitted = _validate_output(out, n, real.k, real.vocab, name)
-            zero_token, mismatch = _impossible(emitted, drafts, target_rows)
+            emitted = call(real, drafts, self.seed * 7_919 + self.index * 104_729 + self.rows)
+            zero_token, mismatch = _impossible(emitted, drafts, real)
             self.impossible[0] += zero_token
             self.impossible[1] += mismatch
             for fam, cnt in zip(self.families, self.counts):
                 cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
             self.rows += n
-        return spent
+            bar.rows(n)
 
     def report(self, c: float) -> ScenarioReport:
         expected_all = np.concatenate([f.expected for f in self.families])
@@ -401,20 +329,35 @@ class _ScenarioState:
             name=self.real.scenario.name, vocab=self.real.vocab, k=self.real.k, rows=self.rows,
             events=sum(f.size for f in self.families) + 2, tolerance=self.tau,
             detectable_tv=min(1.0, self.tau + detectable_shift(hardest, rows, c, self.tau)),
-            stopped_early=self.stopped, findings=self.findings, rejected_events=self.rejected)
+            stopped_early=self.stopped, findings=self.findings, rejected_events=self.rejected,
+            bug_class_evidence=dict(self.evidence))
 
 
-def _evaluate(name: str, families: list[EventFamily], counts: list[np.ndarray], impossible: list[int],
-              rows: int, tau: float, c: float) -> tuple[list[Finding], int]:
+def _zero_token_note(state: _ScenarioState) -> str | None:
+    """A probability-0 token in float16 on CPU: name torch's sampler defect (impls.sampler_probe)."""
+    if state.dtype == "float16" and state.real.device.type == "cpu":
+        from specproof.impls.sampler_probe import MULTINOMIAL_FLOAT16_DEFECT
+
+        return f"if the verifier draws with torch.multinomial, this is a sampler defect: {MULTINOMIAL_FLOAT16_DEFECT}"
+    return None
+
+
+def _evaluate(state: _ScenarioState, c: float) -> tuple[list[Finding], int]:
+    name, rows, tau = state.real.scenario.name, state.rows, state.tau
     findings: list[Finding] = []
-    for count, label in zip(impossible, ("emitted a token of target probability 0 at its prefix",
-                                         "emitted tokens before the last that are not the drafted ones")):
+    for count, label, note in zip(state.impossible,
+                                  ("emitted a token of target probability 0 at its prefix",
+                                   "emitted tokens before the last that are not the drafted ones"),
+                                  (_zero_token_note(state), None)):
         if count:
-            findings.append(Finding(name, "impossible", label, 0.0, count / rows, 0.0, math.inf, c, rows))
+            findings.append(Finding(name, "impossible", label, 0.0, count / rows, 0.0, math.inf, c, rows,
+                                    note=note))
     rejected = len(findings)
     candidates = []
-    for fam, cnt in zip(families, counts):
+    for fam, cnt in zip(state.families, state.counts):
         observed, tol, stat = _test_family(fam, cnt, rows, tau, c)
+        for e, rule in fam.rules.items():
+            state.evidence[rule] = float(stat[e]) if observed[e] > fam.expected[e] else 0.0
         for e in np.flatnonzero(stat >= c):
             candidates.append((float(stat[e]), fam, int(e), float(observed[e]), float(tol[e])))
     rejected += len(candidates)
@@ -422,5 +365,5 @@ def _evaluate(name: str, families: list[EventFamily], counts: list[np.ndarray], 
     for stat, fam, e, observed, tol in candidates[:MAX_FINDINGS_PER_SCENARIO]:
         tv = fam.exact_tv.get(e)
         findings.append(Finding(name, fam.name, fam.names[e], float(fam.expected[e]), observed, tol, stat, c,
-                                rows, None if tv is None else float(tv)))
+                                rows, None if tv is None else float(tv), fam.rules.get(e), fam.positions.get(e)))
     return findings, rejected

@@ -34,7 +34,7 @@ from specproof.proofs.sequences import continued_law, law_tv, round_law, target_
 from .reference import _takes_logs
 from .scenarios import Realisation, sequence_codes
 
-__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys"]
+__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference"]
 
 MAX_BUCKETS = 8
 
@@ -51,6 +51,10 @@ class EventFamily:
     names: list[str]
     zero_tolerance: np.ndarray  # [n_events] bool: events of probability exactly 0
     exact_tv: dict[int, Fraction] = field(default_factory=dict)  # event -> exact TV of its bug class
+    rules: dict[int, str] = field(default_factory=dict)  # event -> the incorrect rule it targets
+    # event -> 1-based token position of the round at which the event's law first differs from the
+    # reference (bug class: first j whose j-token prefix law differs; prefix events: their length)
+    positions: dict[int, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -71,6 +75,20 @@ def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) ->
         inside = j < lengths
         code = torch.where(inside, code * alphabet + emitted[:, j].clamp(min=0) % classes, code)
     return (offsets[lengths] + code).numpy()
+
+
+def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],
+                     length: int) -> int | None:
+    """Smallest ``j`` in ``1..length`` at which the laws of the first ``j`` tokens differ (exactly)."""
+    for j in range(1, length + 1):
+        left: dict[tuple[int, ...], Fraction] = {}
+        right: dict[tuple[int, ...], Fraction] = {}
+        for law, out in ((a, left), (b, right)):
+            for s, w in law.items():
+                out[s[:j]] = out.get(s[:j], Fraction(0)) + w
+        if any(left.get(s, Fraction(0)) != right.get(s, Fraction(0)) for s in set(left) | set(right)):
+            return j
+    return None
 
 
 def _decode(alphabet: int, max_len: int) -> list[tuple[int, ...]]:
@@ -121,6 +139,7 @@ def _lossless_family(real: Realisation) -> EventFamily:
         expected=np.array([float(p) for p in expected]),
         names=[f"first {len(t)} {label} = {t}" for t in seqs],
         zero_tolerance=np.array([p == 0 for p in expected]),
+        positions={i: len(t) for i, t in enumerate(seqs)},
     )
 
 
@@ -157,6 +176,7 @@ def _first_token_family(real: Realisation) -> EventFamily:
         expected=np.array([float(x) for x in expected]),
         names=["first token in {" + ", ".join(labels[b] for b in sub) + "}" for sub in subsets],
         zero_tolerance=np.array([x == 0 for x in expected]),
+        positions={i: 1 for i in range(len(subsets))},
     )
 
 
@@ -186,7 +206,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
     ideal = real.scenario.ideal_pair()
     ideal_reference = target_law(ideal)
     reference = target_law(real.toy_pair)
-    events, names, tvs, expected = [], [], {}, []
+    events, names, tvs, expected, rules, positions = [], [], {}, [], {}, {}
     for rule in step_rules():
         # rules computed through logarithms (typical acceptance's entropy) compare exact logs by
         # raising rationals to powers as large as their common denominator: infeasible on realistic
@@ -199,6 +219,10 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
         if not excess or tv == 0:
             continue
         tvs[len(events)] = tv
+        rules[len(events)] = rule.name
+        first = first_difference(bad, ideal_reference, real.k + 1)
+        if first is not None:
+            positions[len(events)] = first
         events.append(excess)
         names.append(f"excess set of '{rule.name}' (exact TV {float(tv):.4g})")
         expected.append(sum((reference.get(s, Fraction(0)) for s in excess), Fraction(0)))
@@ -214,6 +238,8 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
         names=names,
         zero_tolerance=np.array([x == 0 for x in expected]),
         exact_tv=tvs,
+        rules=rules,
+        positions=positions,
     )
 
 
@@ -249,6 +275,7 @@ def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
         expected=np.array([float(x) for x in expected]),
         names=names,
         zero_tolerance=np.array(impossible),
+        positions={i: len(s) for i, s in enumerate(seqs)},
     )
 
 

@@ -1,11 +1,13 @@
 """pytest plugin (entry point ``pytest11``): options and fixtures for checking verifiers in a test suite.
 
 Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype D``,
-``--specproof-device DEV``, ``--specproof-alpha A``.  Fixtures:
+``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
+PASS must have; default 0.05).  Fixtures:
 
 * ``specproof_check(verify, **overrides) -> CheckResult`` - runs the check with the options;
 * ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with the
-  findings when drift beyond the dtype's tolerance is detected.
+  findings when drift beyond the dtype's tolerance is detected, or the verdict when the run was
+  UNDERPOWERED (its detectable TV above the stated bound).
 
     def test_my_kernel(specproof_assert_lossless):
         specproof_assert_lossless(my_runtime.verify)
@@ -28,6 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--specproof-dtype", default="float32", help="dtype under test")
     group.addoption("--specproof-device", default="cpu", help="device under test")
     group.addoption("--specproof-alpha", type=float, default=1e-6, help="family-wise false-alarm rate")
+    group.addoption("--specproof-max-detectable-tv", type=float, default=None,
+                    help="the power a PASS must have (default: specproof's default, 0.05)")
 
 
 def _settings(config: pytest.Config) -> dict[str, Any]:
@@ -40,6 +44,9 @@ def _settings(config: pytest.Config) -> dict[str, Any]:
     samples = config.getoption("--specproof-samples")
     if samples is not None:
         settings["samples"] = samples
+    bound = config.getoption("--specproof-max-detectable-tv")
+    if bound is not None:
+        settings["max_detectable_tv"] = bound
     return settings
 
 

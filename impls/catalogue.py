@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import _round, block, canonical, compiled, greedy, multidraft, mutants, whitebox
 from .acceptance import ACCEPTANCE_TESTS
 from .registry import Implementation, Registry
+from .sampler_probe import MULTINOMIAL_FLOAT16_DEFECT
 from .sampling import (
     correction_weights, draw_exponential_race, draw_inverse_cdf, draw_multinomial, race_winner,
 )
@@ -42,6 +43,7 @@ def _canonical_records() -> list[Implementation]:
                 description=f"Canonical round, acceptance {_ACCEPTANCE_TEXT[form]}, final draw by "
                             f"{_DRAW_TEXT[draw]}.",
                 uniforms_core=f"canonical-{form}-uniforms" if draw == "invcdf" else None,
+                known_defects=(("cpu", "float16", MULTINOMIAL_FLOAT16_DEFECT),) if draw == "multinomial" else (),
                 sources=(*parts, acceptance, *_ROUND_PARTS)))
     for form, acceptance in ACCEPTANCE_TESTS.items():
         core = getattr(compiled, f"_{form}_core")

@@ -60,6 +60,9 @@ class Implementation:
     delegates to), so a change in any of them changes the hash.
     ``uniforms_core``: for a batched wrapper, the name of the uniform-injection record it calls.
     ``needs_extra``: the pip extra an adapter needs (``None`` for pure-torch implementations).
+    ``known_defects``: ``((device, dtype name, reason), ...)`` where a record that is
+    ``expected_exact`` is nevertheless not exact because of a defect outside it (e.g. torch's own
+    sampler); :meth:`expected_exact_on` and :meth:`defect_on` give the label that is true per dtype.
     ``source_hash``: sha256 of the source of ``fn`` followed by that of each of ``sources``.
     """
 
@@ -77,6 +80,7 @@ class Implementation:
     compiled: bool = False
     uniforms_core: str | None = None
     needs_extra: str | None = None
+    known_defects: tuple[tuple[str, str, str], ...] = ()
     sources: tuple[Callable, ...] = field(default=(), repr=False)
     source_hash: str = field(init=False, default="")
 
@@ -88,6 +92,16 @@ class Implementation:
                              f"source_hash needs Python source. Fix: register a Python function "
                              f"defined in a file.") from None
         object.__setattr__(self, "source_hash", digest)
+
+    def defect_on(self, dtype: torch.dtype | str, device: str = "cpu") -> str | None:
+        """The known defect that makes this record inexact in ``dtype`` on ``device``, if any."""
+        name = str(dtype).replace("torch.", "")
+        kind = str(device).split(":")[0]
+        return next((reason for dev, dt, reason in self.known_defects if dev == kind and dt == name), None)
+
+    def expected_exact_on(self, dtype: torch.dtype | str, device: str = "cpu") -> bool:
+        """``expected_exact``, unless a known defect applies in ``dtype`` on ``device``."""
+        return self.expected_exact and self.defect_on(dtype, device) is None
 
 
 def _hash_sources(parts: Iterable[Callable]) -> str:
@@ -121,6 +135,12 @@ def _check_record(record: Implementation) -> None:
                          f"of {DEVICES}.")
     if not isinstance(record.expected_exact, bool):
         raise ValueError(f"expected_exact={record.expected_exact!r} for {record.name!r} must be a bool.")
+    names = [str(d).replace("torch.", "") for d in SUPPORTED_DTYPES]
+    for entry in record.known_defects:
+        if not (isinstance(entry, tuple) and len(entry) == 3 and entry[0] in DEVICES and entry[1] in names
+                and isinstance(entry[2], str) and entry[2]):
+            raise ValueError(f"known_defects entry {entry!r} for {record.name!r}: use (device, dtype name, "
+                             f"reason) with device in {DEVICES} and dtype in {names}.")
     if not record.expected_exact and not record.bug:
         raise ValueError(f"{record.name!r} has expected_exact=False but no bug=...; say what makes "
                          f"it inexact.")
@@ -156,14 +176,20 @@ class Registry:
             raise KeyError(f"no implementation named {name!r}.{hint}") from None
 
     def select(self, *, contract: str | None = None, rule: str | None = None,
-               expected_exact: bool | None = None) -> tuple[Implementation, ...]:
-        """Records matching every given filter, in registration order."""
+               expected_exact: bool | None = None, dtype: torch.dtype | str | None = None,
+               device: str = "cpu") -> tuple[Implementation, ...]:
+        """Records matching every given filter, in registration order; with ``dtype``,
+        ``expected_exact`` is the per-dtype label (:meth:`Implementation.expected_exact_on`)."""
         if contract is not None and contract not in CONTRACTS:
             raise ValueError(f"contract={contract!r} is unknown; use one of {', '.join(CONTRACTS)}.")
+
+        def exact(r: Implementation) -> bool:
+            return r.expected_exact if dtype is None else r.expected_exact_on(dtype, device)
+
         return tuple(r for r in self._records.values()
                      if (contract is None or r.contract == contract)
                      and (rule is None or r.rule == rule)
-                     and (expected_exact is None or r.expected_exact == expected_exact))
+                     and (expected_exact is None or exact(r) == expected_exact))
 
     def __iter__(self) -> Iterator[Implementation]:
         return iter(self._records.values())

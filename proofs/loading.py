@@ -1,7 +1,10 @@
 """Load a Python object named on the command line: ``package.module:name`` or ``path/to/file.py:name``.
 
 Shared by ``specproof prove --rule`` and ``specproof check TARGET``.  Every failure (bad spec, missing
-file, an import that raises, a missing name) is a :class:`SpecproofInputError` naming ``argument``.
+file, an import that raises or calls ``sys.exit``, a missing name) is a :class:`SpecproofInputError`
+naming ``argument``.  The object's module is imported and executed with the user's rights.  A file's
+folder is put first on ``sys.path`` (as ``python path/to/file.py`` would), so it can import its
+neighbours.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,12 +33,23 @@ def import_python_file(path_text: str, argument: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise SpecproofInputError(argument, f"cannot import {path_text!r}", "pass a Python source file")
     module = importlib.util.module_from_spec(spec)
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
+    except SystemExit as err:
+        raise _exited(argument, path_text, err) from None
     except Exception as err:  # the user's file: any error is a usage error
         raise SpecproofInputError(argument, f"importing {path_text!r} failed: {type(err).__name__}: {err}",
                                   "fix the file so that it imports cleanly") from None
     return module
+
+
+def _exited(argument: str, where: str, err: SystemExit) -> SpecproofInputError:
+    """``sys.exit`` at import must not become the tool's exit code (``sys.exit(0)`` would read as a pass)."""
+    return SpecproofInputError(argument, f"importing {where!r} called sys.exit({err.code!r})",
+                               "guard script code with if __name__ == '__main__':")
 
 
 def load_object(spec: str, argument: str) -> Any:
@@ -48,6 +63,8 @@ def load_object(spec: str, argument: str) -> Any:
     else:
         try:
             module = importlib.import_module(where)
+        except SystemExit as err:
+            raise _exited(argument, where, err) from None
         except Exception as err:  # ImportError or the module's own failure
             raise SpecproofInputError(argument, f"cannot import module {where!r}: {type(err).__name__}: {err}",
                                       "check the module path and that the package is installed") from None

@@ -55,3 +55,47 @@ def two_arguments(draft_probs, target_probs):
 
 
 NOT_CALLABLE = 3
+
+
+def exits_zero(draft_probs, target_probs, draft_token_ids, generator):
+    raise SystemExit(0)
+
+
+def own_timeout(draft_probs, target_probs, draft_token_ids, generator):
+    raise TimeoutError("backend queue timed out")
+
+
+def swallows_everything(draft_probs, target_probs, draft_token_ids, generator):
+    """Catches the alarm (BaseException) once, then returns a late but valid answer."""
+    try:
+        time.sleep(5)
+    except BaseException:
+        time.sleep(0.2)
+    return exact(draft_probs, target_probs, draft_token_ids, generator)
+
+
+def scribbles_on_inputs(draft_probs, target_probs, draft_token_ids, generator):
+    """Exact, but reuses its inputs as scratch space after computing the answer."""
+    out = exact(draft_probs, target_probs, draft_token_ids, generator)
+    target_probs.zero_()
+    draft_probs.fill_(0.5)
+    draft_token_ids.fill_(0)
+    return out
+
+
+def global_rng(draft_probs, target_probs, draft_token_ids, generator):
+    """Exact law, but ignores ``generator``: draws from the global RNG."""
+    return exact(draft_probs, target_probs, draft_token_ids, torch.default_generator)
+
+
+def on_meta(draft_probs, target_probs, draft_token_ids, generator):
+    return torch.empty((draft_token_ids.shape[0], draft_token_ids.shape[1] + 1), dtype=torch.int64, device="meta")
+
+
+def never_yields(draft_probs, target_probs, draft_token_ids, generator):
+    """Catches every interrupt, forever: only a watchdog outside the call can stop it."""
+    while True:
+        try:
+            time.sleep(0.05)
+        except BaseException:
+            pass

@@ -1,0 +1,136 @@
+"""Calling the user's verifier: time limit, its own exceptions, and the output contract.
+
+The verifier runs in this process, with the user's rights (it is imported and executed).  Time limit
+per call (POSIX, main thread): ``SIGALRM`` raises :class:`_Alarm`, a ``BaseException`` that code
+catching ``Exception`` cannot swallow.  A verifier that catches ``BaseException`` and keeps running
+defeats the alarm; for that case ``hard_exit=True`` (the CLI) arms a watchdog thread that, ``grace``
+seconds after the limit, prints the error and ends the process with exit 2 (nothing has been written:
+the JSON is written only after the run).  Through the API (``hard_exit=False``) the alarm is re-raised
+every ``grace`` seconds and the call is refused as soon as it returns.  Off the main thread, or
+without ``SIGALRM``, no limit can be enforced in-process (stated in ``check_verifier``'s docstring).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from typing import Any, Callable
+
+import torch
+
+from specproof.proofs.errors import SpecproofInputError
+
+__all__ = ["ContractViolation", "VerifierError", "call_verifier", "validate_output", "check_timeout"]
+
+GRACE_SECONDS = 5.0
+
+
+class ContractViolation(SpecproofInputError):
+    """The verifier's output breaks the batched contract (a usage error: exit 2)."""
+
+
+class VerifierError(SpecproofInputError):
+    """The verifier raised, exited, or ran past its time limit (a usage error: exit 2)."""
+
+
+class _Alarm(BaseException):
+    """Raised by the time limit's signal handler (not an Exception: ``except Exception`` lets it by)."""
+
+
+def check_timeout(timeout: float | None, argument: str = "timeout") -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise SpecproofInputError(argument, f"{timeout!r} is not a finite number of seconds > 0",
+                                  "pass seconds, e.g. 120")
+
+
+def _timed_out(timeout: float, scenario: str) -> VerifierError:
+    return VerifierError("verify", f"did not return within {timeout:g} s on scenario '{scenario}' "
+                         "(the harness's time limit)", "fix the hang or raise the time limit (--timeout)")
+
+
+def call_verifier(verify: Callable[..., Any], args: tuple, timeout: float | None, scenario: str,
+                  hard_exit: bool = False) -> Any:
+    """``verify(*args)`` under the time limit; every failure of the user's code is a VerifierError."""
+    import signal
+
+    if timeout is None or threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "SIGALRM"):
+        return _guarded(verify, args, scenario)
+    fired = [False]
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        fired[0] = True
+        raise _Alarm
+
+    watchdog = None
+    if hard_exit:
+        def kill() -> None:
+            print(f"specproof check: error: verify: did not return within {timeout:g} s on scenario "
+                  f"'{scenario}' and ignored the interrupt (it catches BaseException); stopped the process. "
+                  "Fix: let KeyboardInterrupt/BaseException propagate, or raise --timeout",
+                  file=sys.stderr, flush=True)
+            os._exit(2)
+
+        watchdog = threading.Timer(timeout + GRACE_SECONDS, kill)
+        watchdog.daemon = True
+        watchdog.start()
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout, GRACE_SECONDS)  # re-fires if swallowed
+    try:
+        out = _guarded(verify, args, scenario)
+    except _Alarm:
+        raise _timed_out(timeout, scenario) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if watchdog is not None:
+            watchdog.cancel()
+    if fired[0]:  # the verifier swallowed the alarm and returned late
+        raise _timed_out(timeout, scenario)
+    return out
+
+
+def _guarded(verify: Callable[..., Any], args: tuple, scenario: str) -> Any:
+    try:
+        return verify(*args)
+    except SpecproofInputError:
+        raise
+    except SystemExit as err:  # sys.exit() in user code must not become the tool's exit code
+        raise VerifierError("verify", f"called sys.exit({err.code!r}) on scenario '{scenario}'",
+                            "return the emitted tokens instead of exiting") from None
+    except Exception as err:  # the verifier's own failure (its own TimeoutError included)
+        raise VerifierError("verify", f"raised {type(err).__name__}: {err} on scenario '{scenario}'",
+                            "make the verifier accept the batched contract's inputs") from None
+
+
+def validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str) -> torch.Tensor:
+    """The output contract: ``[B, K+1]`` int64 on a real device, ids in ``[-1, V)``, no ``-1`` holes,
+    at least one token per row.  Returns the output on the CPU."""
+    def bad(problem: str, fix: str) -> ContractViolation:
+        return ContractViolation("verify", f"on scenario '{scenario}' the output {problem}", fix)
+
+    if not isinstance(emitted, torch.Tensor):
+        raise bad(f"is a {type(emitted).__name__}, not a tensor", "return emitted [B, K+1] as a torch int64 tensor")
+    if tuple(emitted.shape) != (batch, k + 1):
+        raise bad(f"has shape {tuple(emitted.shape)}, expected {(batch, k + 1)}", "return [B, K+1]")
+    if emitted.dtype != torch.int64:
+        raise bad(f"has dtype {emitted.dtype}", "return int64 token ids")
+    if emitted.device.type == "meta":
+        raise bad("is on the meta device (it holds no values)", "return a tensor on the input's device")
+    try:
+        emitted = emitted.detach().cpu().clone()
+    except RuntimeError as err:
+        raise bad(f"cannot be read on the CPU ({err})", "return an ordinary dense tensor") from None
+    if bool(((emitted < -1) | (emitted >= vocab)).any()):
+        raise bad(f"has ids outside [-1, {vocab})", "emit token ids in range, -1 only as padding")
+    present = emitted >= 0
+    if not bool(present[:, 0].all()):
+        raise bad("has rows that emit no token", "every round emits at least the correction/bonus token")
+    if bool((present[:, 1:] & ~present[:, :-1]).any()):
+        raise bad("has -1 holes (a token after a -1)", "pad with -1 only after the last emitted token")
+    return emitted

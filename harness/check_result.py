@@ -1,0 +1,248 @@
+"""What a check returns: the three-way verdict, findings, per-scenario power, and its text.
+
+Verdict (defined once, :class:`Verdict`; the JSON field ``verdict`` holds its value):
+
+* ``fail`` (exit 1) - at least one finding: an event the exact law rules out (certain), an event
+  whose Chernoff evidence ``N KL`` reached the family-wise threshold ``c``, or two same-seed runs of
+  one batch that differ (reproducibility);
+* ``underpowered`` (exit 3) - no finding, but the detectable TV (power 0.99) of some scenario exceeds
+  ``max_detectable_tv``: the check could not have seen a deviation of the stated size;
+* ``pass`` (exit 0) - no finding, and every scenario would have caught a deviation of total variation
+  ``max_detectable_tv`` on a tested event with probability at least 0.99.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS",
+           "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
+
+# defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
+DEFAULT_SAMPLES = 200_000  # rows per scenario
+DEFAULT_TIMEOUT = 120.0  # seconds per verifier call
+DEFAULT_MAX_DETECTABLE_TV = 0.05
+SHOWN_FINDINGS = 10  # findings printed by summary(); every stored one is in the JSON
+
+
+class Verdict(str, Enum):
+    """Outcome of a statistical check; the value is what the JSON stores."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNDERPOWERED = "underpowered"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.UNDERPOWERED: 3}
+
+
+def _number(x: float) -> str:
+    return f"{x:.3g}" if 1e-3 <= abs(x) < 1e4 or x == 0 else f"{x:.3e}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rejected event: where, what, how far, how sure (``statistic`` = ``N KL`` in nats)."""
+
+    scenario: str
+    family: str
+    event: str
+    expected: float
+    observed: float
+    tolerance: float
+    statistic: float
+    critical: float
+    rows: int
+    exact_tv: float | None = None
+    rule: str | None = None  # bug-class findings: the incorrect rule whose excess set this is
+    position: int | None = None  # 1-based token position at which the event's law first differs
+    note: str | None = None  # what the finding means for a runtime (e.g. a known sampler defect)
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in self.__dict__.items()} | {
+            "statistic": "inf" if math.isinf(self.statistic) else self.statistic}
+
+    @property
+    def certain(self) -> bool:
+        return math.isinf(self.statistic)
+
+    def line(self) -> str:
+        """The statistic in words: observed vs exact, the tolerance, the evidence and its threshold."""
+        if self.family == "reproducibility":
+            return f"[{self.scenario}] reproducibility: {self.event}"
+        where = f" at token position {self.position}" if self.position else ""
+        tv = f"; exact TV of this bug class {self.exact_tv:.4g}" if self.exact_tv is not None else ""
+        if self.certain:
+            evidence = "certain: the exact law gives it probability 0"
+        else:
+            evidence = (f"evidence {self.statistic:.0f} nats, threshold {self.critical:.0f} "
+                        f"(N*KL past the tolerance band)")
+        band = f" (dtype tolerance +/-{self.tolerance:.3g})" if self.tolerance else ""
+        note = f"\n      -> {self.note}" if self.note else ""
+        return (f"[{self.scenario}] {self.family}{where}: {self.event}: observed {_number(self.observed)} where "
+                f"the exact law gives {_number(self.expected)}{band}; {evidence}; {self.rows} rows{tv}{note}")
+
+
+@dataclass
+class ScenarioReport:
+    name: str
+    vocab: int
+    k: int
+    rows: int
+    events: int
+    tolerance: float
+    detectable_tv: float
+    stopped_early: bool
+    findings: list[Finding] = field(default_factory=list)
+    rejected_events: int = 0
+    bug_class_evidence: dict[str, float] = field(default_factory=dict)  # rule -> N*KL on its excess set
+
+    def as_json(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["findings"] = [f.as_json() for f in self.findings]
+        return out
+
+
+@dataclass
+class CheckResult:
+    """Verdict, findings, per-scenario reports, power and timing."""
+
+    verdict: Verdict
+    dtype: str
+    device: str
+    seed: int
+    alpha: float
+    samples: int
+    rule: str | None
+    scenarios: list[ScenarioReport]
+    verifier_seconds: float
+    harness_seconds: float
+    max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV
+    reproducibility: list[Finding] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """PASS only: no finding and the stated power (``detectable_tv <= max_detectable_tv``)."""
+        return self.verdict is Verdict.PASS
+
+    @property
+    def flagged(self) -> bool:
+        """FAIL: at least one finding."""
+        return self.verdict is Verdict.FAIL
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every stored finding, strongest first (certain ones, then by evidence)."""
+        out = [f for s in self.scenarios for f in s.findings] + list(self.reproducibility)
+        return sorted(out, key=lambda f: -f.statistic)
+
+    @property
+    def detectable_tv(self) -> float:
+        """Worst (largest) per-scenario detectable TV: a guarantee that holds for every scenario."""
+        return max(s.detectable_tv for s in self.scenarios)
+
+    @property
+    def rows(self) -> int:
+        """Verifier rows consumed in total."""
+        return sum(s.rows for s in self.scenarios)
+
+    @property
+    def harness_share(self) -> float:
+        total = self.verifier_seconds + self.harness_seconds
+        return self.harness_seconds / total if total else 0.0
+
+    def evidence_by_rule(self) -> dict[str, float]:
+        """Summed evidence (N*KL, nats, excess side only) of each bug class over the scenarios."""
+        out: dict[str, float] = {}
+        for s in self.scenarios:
+            for rule, nats in s.bug_class_evidence.items():
+                out[rule] = out.get(rule, 0.0) + nats
+        return out
+
+    def diagnosis(self) -> Finding | None:
+        """The finding that explains the most: a certain one, else the strongest finding of the bug
+        class whose exact excess sets carry the most evidence over all scenarios, else the strongest."""
+        findings = self.findings
+        if not findings:
+            return None
+        certain = [f for f in findings if f.certain]
+        if certain:
+            return certain[0]
+        evidence = self.evidence_by_rule()
+        flagged = {f.rule for f in findings if f.rule is not None}
+        if flagged:
+            best_rule = max(flagged, key=lambda r: evidence.get(r, 0.0))
+            return max((f for f in findings if f.rule == best_rule), key=lambda f: f.statistic)
+        return findings[0]
+
+    def diagnosis_line(self) -> str | None:
+        best = self.diagnosis()
+        if best is None:
+            return None
+        at = f" at token position {best.position} of the round" if best.position else ""
+        if best.family == "reproducibility":
+            return f"Diagnosis: not reproducible: {best.event}"
+        if best.rule is not None:
+            nats = self.evidence_by_rule().get(best.rule, 0.0)
+            return (f"Diagnosis: behaves like the incorrect rule '{best.rule}' (exact TV {best.exact_tv:.4g} on "
+                    f"scenario '{best.scenario}', where its law first differs{at}; evidence {nats:.0f} nats over "
+                    f"all scenarios, the most of any known bug class)")
+        if best.certain:
+            return (f"Diagnosis: {best.event} on scenario '{best.scenario}' ({best.observed * best.rows:.0f} of "
+                    f"{best.rows} rows){at}" + (f"; {best.note}" if best.note else ""))
+        return f"Diagnosis: {best.family} event '{best.event}' on scenario '{best.scenario}' differs{at}"
+
+    def as_json(self) -> dict[str, Any]:
+        best = self.diagnosis()
+        return {
+            "verdict": self.verdict.value, "dtype": self.dtype, "device": self.device, "seed": self.seed,
+            "alpha": self.alpha, "samples_per_scenario": self.samples, "rule": self.rule,
+            "detectable_tv": self.detectable_tv, "max_detectable_tv": self.max_detectable_tv,
+            "exit_code": self.exit_code, "rows": self.rows, "verifier_seconds": self.verifier_seconds,
+            "harness_seconds": self.harness_seconds, "harness_share": self.harness_share,
+            "diagnosis": None if best is None else best.as_json() | {"line": self.diagnosis_line()},
+            "findings_total": len(self.findings),
+            "reproducibility": [f.as_json() for f in self.reproducibility],
+            "scenarios": [s.as_json() for s in self.scenarios],
+        }
+
+    def summary(self) -> str:
+        rejected = sum(s.rejected_events for s in self.scenarios)
+        events = sum(s.events for s in self.scenarios)
+        worst = max(self.scenarios, key=lambda s: s.detectable_tv)
+        head = {
+            Verdict.PASS: f"PASS: no drift beyond the dtype's tolerance detected, and a deviation of TV "
+                          f"{self.max_detectable_tv:g} would have been caught",
+            Verdict.FAIL: "FAIL: the verifier's law differs from the exact reference",
+            Verdict.UNDERPOWERED: f"UNDERPOWERED: nothing detected, but this run could miss a deviation of TV up "
+                                  f"to {self.detectable_tv:.4g} (stated bound {self.max_detectable_tv:g})",
+        }[self.verdict]
+        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
+        diagnosis = self.diagnosis_line()
+        if diagnosis:
+            lines.append(diagnosis)
+        lines.append(f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
+                     f"family-wise false-alarm probability <= {self.alpha:g}")
+        findings = self.findings
+        for finding in findings[:SHOWN_FINDINGS]:
+            lines.append("  " + finding.line())
+        if len(findings) > SHOWN_FINDINGS:
+            lines.append(f"  ... {len(findings) - SHOWN_FINDINGS} more in --json")
+        lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
+                     f"(worst scenario: {worst.name}; stated bound {self.max_detectable_tv:g})")
+        if self.verdict is Verdict.UNDERPOWERED:
+            lines.append("  To reach the bound: raise --samples, use a wider dtype, or state a larger "
+                         "--max-detectable-tv; a dtype whose tolerance alone exceeds the bound cannot reach it")
+        lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
+                     f"({100 * self.harness_share:.0f}% harness)")
+        return "\n".join(lines)
