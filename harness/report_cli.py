@@ -24,6 +24,7 @@ from typing import Any
 
 from .provenance import check_output_path
 from .report import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
+from .report_publish import recover_previous
 from .report_render import terminal_summary
 
 __all__ = ["add_parser", "run"]
@@ -69,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
     out = args.out if args.out is not None else Path("reports") / args.device
     check_output_path(out, "--out", folder=True)  # refuse a bad --out before spending minutes measuring
+    restored = recover_previous(out)
+    if restored is not None:
+        print(f"specproof report: restored the previous report {out} from {restored} (an interrupted publish)",
+              file=sys.stderr)
     check_out_dir(out)
     check_dependencies()  # rendering's optional modules, before the run, not after it
     main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only

@@ -4,7 +4,8 @@ Every file is first written into a temporary folder next to ``out``, which is th
 existing report folder is renamed away first and removed after), so an interrupted run leaves either the
 previous report or the new one, never a mix or half a file.  SIGTERM, SIGINT and SIGHUP are held back
 for the two renames and the clean-up, so a kill in that window cannot leave the previous report only in
-the hidden ``.NAME.*.old`` folder.
+the hidden ``.NAME.*.old`` folder; after a SIGKILL in that window (which nothing can hold back),
+:func:`recover_previous` puts the previous report back before the next run.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from specproof.proofs.errors import SpecproofInputError
 
 from .provenance import atomic_write_text, write_json
 
-__all__ = ["OUTPUT_FILES", "check_out_dir", "write_report"]
+__all__ = ["OUTPUT_FILES", "check_out_dir", "write_report", "recover_previous"]
 
 OUTPUT_FILES = ("results.json", "report.md", "report.html")
 
@@ -36,10 +37,25 @@ def check_out_dir(out: Path) -> None:
                                       f"({', '.join(foreign[:3])})", "pass an empty or report-only folder")
 
 
+def recover_previous(out: Path) -> Path | None:
+    """If ``out`` is missing but a killed publish left the previous report in ``.NAME.*.old/NAME``,
+    move it back to ``out``; returns the folder it came from (None when there was nothing to do)."""
+    if out.exists() or not out.parent.is_dir():
+        return None
+    for backup_dir in sorted(out.parent.glob(f".{out.name}.*.old")):
+        backup = backup_dir / out.name
+        if backup.is_dir() and {p.name for p in backup.iterdir()} <= set(OUTPUT_FILES):
+            os.replace(backup, out)
+            shutil.rmtree(backup_dir, ignore_errors=True)
+            return backup_dir
+    return None
+
+
 def write_report(document: dict[str, Any], out: str | Path,
                  render: Callable[[dict[str, Any]], tuple[str, str]] | None = None) -> Path:
     """Render and publish ``results.json``, ``report.md`` and ``report.html`` into ``out`` atomically."""
     out = Path(out)
+    recover_previous(out)
     check_out_dir(out)
     if render is None:
         from .report_render import render_report as render

@@ -138,3 +138,10 @@ def test_space_separated_values_and_exact_integer_counts(tmp_path, capsys):
     assert main(["reference", "--p", str(tmp_path / "counts.npy"), "--q", "1,1", "--weights", "--json", str(out)]) == 0
     target = json.loads(out.read_text())["reference"]["target"]
     assert target == [f"{2**60 + 1}/{2**61}", f"{2**60 - 1}/{2**61}"]  # not 1/2: int64 above 2^53 kept exact
+
+
+def test_a_wide_logit_span_within_the_bound_is_certified_and_written(tmp_path, capsys):
+    out = tmp_path / "r.json"  # 11,000 nats: numbers of about 4,800 digits, past Python's 4,300-digit limit
+    assert main(["reference", "--logits", "--p", "11000,0", "--q", "0,0", "--json", str(out)]) == 0
+    target = json.loads(out.read_text())["reference"]["target"]
+    assert max(len(t) for t in target) > 9000 and "rejection probability 0.5" in capsys.readouterr().out

@@ -428,3 +428,13 @@ def test_sigterm_to_the_cli_stops_its_workers_and_keeps_the_previous_report(tmp_
     time.sleep(1)
     assert not [w for w in workers if os.path.exists(f"/proc/{w}") and "Z" not in open(f"/proc/{w}/stat").read().split()[2]]
     assert (out / "report.md").read_text() == "previous\n" and sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+def test_a_report_left_hidden_by_a_killed_publish_is_put_back(tiny_document, tmp_path):
+    hidden = tmp_path / ".report.abc123.old" / "report"
+    hidden.mkdir(parents=True)
+    (hidden / "report.md").write_text("previous\n")
+    assert publish_module.recover_previous(tmp_path / "report") == tmp_path / ".report.abc123.old"
+    assert (tmp_path / "report" / "report.md").read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+    assert publish_module.recover_previous(tmp_path / "report") is None  # nothing to do when it exists
