@@ -78,10 +78,12 @@ def row_status(row: dict[str, Any]) -> str:
     verdict = str(row["verdict"])
     if row["kind"] == "proof":
         return {"PROVED": "pass", "BOUNDED": "weak"}.get(verdict, "fail")
+    detail = row["detail"]
+    if detail.get("known_defect") and (row["passed"] or detail.get("certain_findings", 0) == detail.get(
+            "findings_total", -1)):
+        return "defect"  # unflagged, or flagged only by the defect's own signature (probability-0 emissions)
     if not row["passed"]:
         return "fail"
-    if row["detail"].get("known_defect"):
-        return "defect"
     if not row["expected_exact"]:
         return "missed"
     if row["kind"] == "statistical" and _underpowered(row):

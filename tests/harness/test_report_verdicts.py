@@ -65,6 +65,11 @@ def test_row_status_follows_the_verdict_and_its_power():
     assert row_status(stat_row("zoo", "float16", expected_exact=False)) == "missed"
     assert row_status(stat_row("zoo", "float16", expected_exact=False, passed=False)) == "fail"
     assert row_status(stat_row("m", "float16", defect=DEFECT)) == "defect"
+    seen = stat_row("m", "float16", defect=DEFECT, passed=False, certain=1)
+    seen["detail"]["findings_total"] = 1
+    assert row_status(seen) == "defect"  # flagged by the defect's own signature only
+    seen["detail"]["findings_total"] = 2
+    assert row_status(seen) == "fail"  # something else too: a real failure
     assert row_status(grid_row("le", "float32", "s1", "impossible-mass", False)) == "fail"
     assert row_status(proof_row("r", "PROVED", "every n")) == "pass"
     assert row_status(proof_row("r", "BOUNDED", "n = 2 and 3 (bounded)")) == "weak"
@@ -118,6 +123,7 @@ def test_proof_rows_show_scope_and_bounded_is_never_proved():
 
 def test_the_float16_sampler_defect_is_a_finding_about_the_sampler_not_a_pass():
     seen = stat_row("canonical-ratio-multinomial", "float16", passed=False, defect=DEFECT, certain=1)
+    seen["detail"]["findings_total"] = 1
     unseen = stat_row("canonical-log-multinomial", "float16", defect=DEFECT)
     doc = document(seen, unseen)
     findings = sampler_findings(doc)
