@@ -9,9 +9,9 @@ a vector is the z3 term of its entry at ``x``; each ``total`` is a fresh variabl
    ``F0``: ``0 <= A(x) <= 1`` where ``q(x) > 0`` (a probability);
    ``F1``: ``q(x) A(x) + w(x) = p(x)`` (for the canonical rule this is T1 with ``q A = min(p, q)``);
    ``F2``: ``w(x) >= 0``;
-2. the sum step, the only one that depends on ``n`` and only through linearity and monotonicity of
-   finite sums: summing ``F1`` gives ``B + S = sum p = 1`` (T2, ``1 - B = S``), and ``F2`` gives
-   ``0 <= w(x) <= S``;
+2. the sum step, the only one that depends on ``n``: summing ``F1`` gives ``B + S = sum p = 1`` (T2,
+   ``1 - B = S``), and ``F2`` gives ``0 <= w(x) <= S``; linearity and monotonicity of finite sums are
+   machine-checked for every ``n`` by induction (:mod:`.finite_sums`);
 3. the composition, with ``B`` and ``S`` abstracted as real variables constrained only by step 2:
    ``output(x) = q(x) A(x) + (1 - B) w(x) / S = p(x)`` (``w / S := 0`` when ``S = 0``), plus its edge
    cases stated separately: ``p == q`` (zero residual mass), ``q(x) = 0``, ``p(x) = 0`` (never emitted).
@@ -33,11 +33,13 @@ import z3
 
 from .backends.sympy_backend import SympyArith
 from .backends.z3_backend import Z3Arith
-from .outcomes import DEFAULT_RLIMIT, Obligation, Verdict, combine
+from .finite_sums import sum_step
+from .outcomes import DEFAULT_RLIMIT, Basis, Obligation, Verdict, combine
 from .rules import StepRule, step_law
 from .solving import check_z3, model_fractions, prove_by_cases
 
-__all__ = ["GenericCoordinateArith", "prove_every_size", "direct_check", "DirectRefutation"]
+__all__ = ["GenericCoordinateArith", "SympyGenericCoordinate", "prove_every_size", "direct_check",
+           "DirectRefutation"]
 
 
 class GenericCoordinateArith(Z3Arith):
@@ -73,10 +75,34 @@ class GenericCoordinateArith(Z3Arith):
         return ahead
 
 
+class SympyGenericCoordinate(SympyArith):
+    """The sympy twin of :class:`GenericCoordinateArith`: a vector is its entry at ``x`` (symbols
+    ``p_x``, ``q_x``); ``total(p) = total(q) = 1`` and any other total is a fresh real symbol.  (A plain
+    :class:`SympyArith` sums a scalar to itself, so ``total(p)`` there would be ``p_x``.)"""
+
+    name = "sympy-generic-coordinate"
+
+    def __init__(self) -> None:
+        self.p, self.q = sympy.symbols("p_x q_x", real=True)
+        self._fresh = 0
+
+    def total(self, v: Any) -> Any:
+        v = self._lift(v)
+        if isinstance(v, sympy.Basic) and (v == self.p or v == self.q):
+            return self.one
+        if not isinstance(v, sympy.Basic):
+            raise TypeError("a total of logarithms is not interpretable on a generic coordinate")
+        self._fresh += 1
+        return sympy.Symbol(f"sum_{self._fresh}", real=True)
+
+    def mass_ahead(self, key: Any, weight: Any) -> Any:
+        raise TypeError("ordering over the vocabulary is not interpretable on a generic coordinate")
+
+
 def _sympy_lemma(rule: StepRule, name: str, statement: str, which: str, rlimit: int) -> Obligation | None:
     """The sympy case-split check of a pointwise lemma, or None when sympy cannot express the rule."""
-    ar = SympyArith()
-    p, q = sympy.symbols("p_x q_x", real=True)
+    ar = SympyGenericCoordinate()
+    p, q = ar.p, ar.q
     try:
         accept = rule.acceptance(ar, p, q)
         weight = rule.residual_weight(ar, p, q)
@@ -125,19 +151,18 @@ def prove_every_size(rule: StepRule, *, rlimit: int = DEFAULT_RLIMIT,
         return Verdict.INCONCLUSIVE, obligations, f"pointwise lemma not proved ({', '.join(failed)})"
 
     big_b, big_s = law.acceptance_rate, law.residual_mass
-    start = time.perf_counter()
     sums = [big_b + big_s == 1, law.residual_weight <= big_s]
-    obligations.append(Obligation(
-        "T2 (sum step)", "summing F1 over the vocabulary: B + S = sum_x p(x) = 1; from F2: 0 <= w(x) <= S",
-        Verdict.PROVED, "linearity and monotonicity of finite sums", time.perf_counter() - start,
-        "the only n-dependent step; its premises F1, F2 are checked above"))
+    obligations += sum_step("T2 (sum step)", "summing F1 (p = 1 q A + 1 w) over the vocabulary: "
+                            "1 = sum_x p(x) = B + S; from F2 (w >= 0): 0 <= w(x) <= S", "F1, F2",
+                            monotone=True, rlimit=rlimit)
     abstract = domain + [law.residual_weight >= 0] + sums
     same = check_z3("E1a (p == q gives w == 0)", "w(x) = 0 where p(x) = q(x)", ar, domain + [p == q],
                     law.residual_weight == 0, rlimit=rlimit, method="z3 pointwise")
     edges = [("T3 (composition)", "q(x)A(x) + (1 - B) w(x)/S = p(x) for every x, any n", [], law.output == p)]
     if same.verdict == Verdict.PROVED:
         obligations.append(same.obligation)
-        edges.append(("E1 (p == q)", "p == q everywhere: S = 0 and output(x) = p(x)",
+        edges.append(("E1 (p == q)", "p == q everywhere: output(x) = p(x) (S = 0: every w(y) = 0 by E1a, "
+                      "and a sum of zeros is 0 by the linearity fact with c = 0)",
                       [p == q, big_s == 0], law.output == p))
     edges += [("E2 (q(x) = 0)", "a token never proposed is still emitted with probability p(x)",
                [q == 0], law.output == p),
@@ -171,7 +196,8 @@ def direct_check(rule: StepRule, n: int, *, rlimit: int = DEFAULT_RLIMIT,
     try:
         law = step_law(ar, rule, p, q)
     except TypeError as err:
-        return Obligation(f"direct n={n}", "", Verdict.INCONCLUSIVE, "z3 direct", 0.0, str(err)), None
+        return Obligation(f"direct n={n}", "", Verdict.INCONCLUSIVE, "z3 direct", 0.0, str(err),
+                          Basis.BOUNDED), None
     assumptions = [ar.simplex(p), ar.simplex(q)]
     if hint:
         assumptions += [a + w == x for a, w, x in zip(law.accepted_mass, law.residual_weight, p)]
@@ -183,10 +209,11 @@ def direct_check(rule: StepRule, n: int, *, rlimit: int = DEFAULT_RLIMIT,
         if check.verdict == Verdict.REFUTED:
             values = model_fractions(check.model, p + q)
             return (Obligation(f"direct n={n}", f"output == p over {n} symbolic tokens", Verdict.REFUTED,
-                               "z3 direct", time.perf_counter() - start, f"coordinate {i}: counter-model"),
+                               "z3 direct", time.perf_counter() - start, f"coordinate {i}: counter-model",
+                               Basis.BOUNDED),
                     DirectRefutation(n, values[:n], values[n:]))
         details.append(check.obligation.detail)
     verdict = combine(verdicts)
     return Obligation(f"direct n={n}", f"output == p over {n} symbolic tokens (simplex assumptions)",
                       verdict, "z3 direct" + (" + F1 hint" if hint else ""), time.perf_counter() - start,
-                      "; ".join(sorted(set(details)))), None
+                      "; ".join(sorted(set(details))) + f"; only n = {n}", Basis.BOUNDED), None

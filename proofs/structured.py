@@ -1,11 +1,15 @@
 """Proofs for rules that are not a single :class:`~specproof.proofs.rules.StepRule`.
 
 Each function returns a :class:`~specproof.proofs.outcomes.ProofResult`; the laws come from their one
-definition (:mod:`.block`, :mod:`.multidraft`, :mod:`.sampler_match`, :mod:`.processors`).
+definition (:mod:`.block`, :mod:`.multidraft`, :mod:`.sampler_match`, :mod:`.processors`).  Every
+obligation carries its basis (machine, bounded, assumption with its source); the verdict is
+:func:`~specproof.proofs.theorems.scoped_verdict`'s, with the assumptions listed in the notes.
 
-* block verification - for every V and K, by two inductions (obligations B1-B5 below) plus
-  exhaustive exact checks and the check vector of algorithms.md;
-* recursive rejection sampling with / without replacement - induction on the levels from T3;
+* block verification - for every V and K, by two inductions whose decompositions are taken from the
+  paper (assumption), with the pointwise and algebraic steps machine-checked (B1-B4), plus exhaustive
+  exact checks and the check vector of algorithms.md (bounded);
+* recursive rejection sampling with / without replacement - induction on the levels from T3 (the
+  level decomposition is an assumption);
 * SpecTr K-SEQ - algebra with the sums abstracted (k = 2..4 in z3, the geometric identity for
   symbolic k in sympy), existence of rho, direct z3 n = 2, 3 and exact rational instances;
 * sampler-match - a pointwise identity once ``sum q = 1``;
@@ -28,8 +32,9 @@ from .backends.z3_backend import Z3Arith
 from .block import (Tables, block_continued_law, block_residual_weight, block_stop_probability,
                     block_target_law, block_weight, expected_accepted_block)
 from .every_size import GenericCoordinateArith, prove_every_size
+from .finite_sums import sum_step
 from .multidraft import recursive_rejection_law, spectr_instance, spectr_law
-from .outcomes import Obligation, ProofResult, Verdict, combine, solver_versions
+from .outcomes import Basis, Obligation, ProofResult, Verdict, solver_versions
 from .processors import PROCESSORS, processed_law
 from .provers import Settings
 from .rules import CANONICAL
@@ -37,6 +42,7 @@ from .sampler_match import sampler_match_law
 from .search import simplex_grid
 from .sequences import ToyPair, round_law
 from .solving import check_z3, prove_by_cases
+from .theorems import assumption, bounded, scoped_verdict
 
 __all__ = ["prove_block", "prove_recursive_rejection", "prove_spectr", "prove_sampler_match",
            "prove_processor_both_sides", "BLOCK_CHECK_VECTOR"]
@@ -47,19 +53,24 @@ BLOCK_CHECK_VECTOR = {"p": (THIRD, 2 * THIRD), "q": (2 * THIRD, THIRD), "k": 2}
 
 
 def _result(name: str, claim: str, obligations: list[Obligation], method: str, n: str, start: float,
-            settings: Settings, notes: tuple[str, ...] = ()) -> ProofResult:
-    verdict = combine(o.verdict for o in obligations)
+            settings: Settings, notes: tuple[str, ...] = (), *, every_n: bool) -> ProofResult:
+    """``every_n``: the obligations contain a complete every-size chain (else the verdict is BOUNDED)."""
+    verdict, assumptions = scoped_verdict(obligations, every_n)
     reason = "; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED)
+    if verdict == Verdict.BOUNDED:
+        reason = "no every-size proof; bounded checks only: " + ", ".join(
+            o.name for o in obligations if o.basis == Basis.BOUNDED)
     return ProofResult(name, claim, verdict, method, n, time.perf_counter() - start,
                        solver_versions(settings.rlimit), obligations=tuple(obligations), reason=reason,
-                       notes=notes)
+                       notes=notes + tuple(f"assumption: {a}" for a in assumptions))
 
 
 def _exact_obligation(name: str, statement: str, check: Callable[[], tuple[bool, str]]) -> Obligation:
+    """An exact check at the sizes its ``detail`` lists (basis ``bounded``)."""
     start = time.perf_counter()
     ok, detail = check()
     return Obligation(name, statement, Verdict.PROVED if ok else Verdict.REFUTED, "exact enumeration",
-                      time.perf_counter() - start, detail)
+                      time.perf_counter() - start, detail, Basis.BOUNDED)
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,10 +115,17 @@ def prove_block(settings: Settings) -> ProofResult:
     ]
     z, sum_min = ar.real("Z"), ar.real("sum_min")
     h = block_stop_probability(ar, z, w)
-    obligations.append(Obligation("B3 sum step", "summing B2 over y: Z + sum_y min(q_y, w p_y) = w sum p = w; "
-                                  "with the induction hypothesis P(tau >= i+1 | .., y) = w_{i+1}(y) and B1, "
-                                  "P(no stop after i | x_1..x_i) = sum_y q_y (1 - w_{i+1}(y)) = 1 - w + Z",
-                                  Verdict.PROVED, "linearity of finite sums", 0.0, "premises B1, B2"))
+    obligations += sum_step("B3 sum step", "summing B2 (max(0, w p - q) = -1 min(q, w p) + w p) over y: "
+                            "Z + sum_y min(q_y, w p_y) = w sum p = w; and 0 <= max(0, w p_y - q_y) <= Z",
+                            "B2", monotone=True, rlimit=rl)
+    obligations.append(assumption(
+        "B induction structure", "backward: with the hypothesis P(tau >= i+1 | x_1..x_i, y) = w_{i+1}(y), "
+        "P(no stop after i | x_1..x_i) = sum_y q_y (1 - w_{i+1}(y)) = 1 - w + Z (by B1 and B3 sum step); "
+        "forward: splitting on tau, O_m = W_m + R_{m-1} + p_m (O_{m-1} - W_{m-1}), which with B4 gives "
+        "O_m = p_m O_{m-1} and O_{K+1}(s) = prod_m p_m(s_m). These decompositions of block_round_law are "
+        "not checked for every K (only by the bounded exhaustive check below)",
+        "Sun et al. 2024, Block Verification Accelerates Speculative Decoding, proof of the block "
+        "verification theorem (backward and forward inductions)"))
     obligations.append(check_z3(
         "B3 backward step", "with G = Z + 1 - w: P(tau >= i) = 1 - (1 - h_i) G = w_i and P(tau = i) = h_i G = Z_i; "
         "base P(tau >= K) = h_K = w_K", ar, [w >= 0, w <= 1, z >= 0, sum_min + z == w],
@@ -120,12 +138,8 @@ def prove_block(settings: Settings) -> ProofResult:
         "W_{i+1} + R_i = W_i p_{i+1}(y)", ar, unit + [r_y <= z],
         z3.And(emitted == q_prev * r_y, q_prev * q * weight + q_prev * r_y == q_prev * w * p), rlimit=rl,
         method="z3, sums abstracted").obligation)
-    o_m, o_prev, w_m, w_prev, r_prev, p_m = (ar.real(n) for n in ("O_m", "O_prev", "W_m", "W_prev", "R_prev", "p_m"))
-    obligations.append(check_z3(
-        "B5 induction on m", "splitting on tau: O_m = W_m + R_{m-1} + p_m (O_{m-1} - W_{m-1}); with B4, "
-        "O_m = p_m O_{m-1}; O_0 = 1, so O_{K+1}(s) = prod_m p_m(s_m)", ar,
-        [o_m == w_m + r_prev + p_m * (o_prev - w_prev), w_m + r_prev == w_prev * p_m], o_m == p_m * o_prev,
-        rlimit=rl).obligation)
+    # (the former "B5" z3 check, O_m = W_m + R + p_m(O - W) and W_m + R = W p_m |- O_m = p_m O, followed
+    # from its hypotheses by rewriting alone; its content is the forward decomposition stated above)
 
     exact = ExactArith()
 
@@ -157,7 +171,8 @@ def prove_block(settings: Settings) -> ProofResult:
     obligations.append(_exact_obligation("B check vector", "V=2, K=2: E[accepted] 10/9 (token) and 11/9 "
                                          "(block); first two tokens ~ p x p", check_vector))
     return _result("block", "exact", obligations, "induction (z3 steps, sums abstracted) + exhaustive exact",
-                   "all V, K (exhaustive V<=3, K<=3)", start, settings)
+                   "all V, K (assuming the induction structure); exhaustive V<=3, K<=3", start, settings,
+                   every_n=True)
 
 
 # -- recursive rejection sampling --------------------------------------------------------------------
@@ -167,25 +182,24 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
     start = time.perf_counter()
     name = "rrs-with-replacement" if replacement else "rrs-without-replacement"
     obligations = [_t3_premise(settings.rlimit)]
-    ar = Z3Arith()
-    r, a, r_next = ar.real("r_x"), ar.real("accepted_x"), ar.real("r_next_x")
-    branches = [ar.real(f"rejected_{j}") for j in range(3)]
-    laws = [ar.real(f"L_{j}") for j in range(3)]
-    rejection = z3.Sum(branches)
-    obligations.append(check_z3(
-        "RRS induction step", "level i has output a(x) + sum_j rejected_j L_j(x), where branch j (the draft "
-        "rejected; one branch with replacement) continues with levels i+1..k, whose output law is r_{i+1} "
-        "for ANY draft law by the hypothesis (L_j = r_{i+1}); by T3, a + (sum_j rejected_j) r_{i+1} = r_i. "
-        "Base: after k rejections r_{k+1} is sampled. No draft mass left: r_i is sampled directly.",
-        ar, [a + rejection * r_next == r] + [law == r_next for law in laws],
-        a + z3.Sum([b * law for b, law in zip(branches, laws)]) == r, rlimit=settings.rlimit).obligation)
+    # The former z3 "induction step" (a + R r' = r, L_j = r' |- a + sum_j b_j L_j = r) followed from its
+    # hypotheses by rewriting alone; the decomposition it encoded is stated as an assumption.
+    obligations.append(assumption(
+        "RRS induction on levels", "level i has output a(x) + sum_j rejected_j L_j(x), where branch j (draft "
+        "j rejected; one branch with replacement) continues with levels i+1..k, whose output law is "
+        "r_{i+1} for ANY draft law by the hypothesis (L_j = r_{i+1}); by T3 (premise above), "
+        "a + (sum_j rejected_j) r_{i+1} = r_i. Base: after k rejections r_{k+1} is sampled. Not checked "
+        "against recursive_rejection_law for every k (only by the bounded checks below)",
+        "Miao et al. 2024 (SpecInfer), recursive rejection sampling: each level is a canonical step "
+        "whose residual is the next level's target"))
     for n in (2,):
         dar = Z3Arith()
         p, q = dar.vector("p", n), dar.vector("q", n)
         out = recursive_rejection_law(dar, p, q, 2, replacement=replacement)
-        obligations.append(check_z3(f"RRS direct n={n}, k=2", "output == p over symbolic p, q", dar,
-                                    [dar.simplex(p), dar.simplex(q)], dar.all_of(o == x for o, x in zip(out, p)),
-                                    rlimit=settings.rlimit, method="z3 direct").obligation)
+        obligations.append(bounded(check_z3(f"RRS direct n={n}, k=2", "output == p over symbolic p, q", dar,
+                                            [dar.simplex(p), dar.simplex(q)],
+                                            dar.all_of(o == x for o, x in zip(out, p)),
+                                            rlimit=settings.rlimit, method="z3 direct").obligation))
     exact = ExactArith()
 
     def grid() -> tuple[bool, str]:
@@ -201,7 +215,8 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
 
     obligations.append(_exact_obligation("RRS exact grid", "output == p exactly", grid))
     return _result(name, "exact", obligations, "induction on levels from T3; z3 direct; exact grid",
-                   "all n, k (direct n=2, k=2; grid n<=3, k<=3)", start, settings)
+                   "all n, k (assuming the level decomposition; direct n=2, k=2; grid n<=3, k<=3)", start,
+                   settings, every_n=True)
 
 
 # -- SpecTr K-SEQ -------------------------------------------------------------------------------------
@@ -229,9 +244,13 @@ def prove_spectr(settings: Settings) -> ProofResult:
                                 [p >= 0, q >= 0, rho >= 1],
                                 z3.And(p - rho * ar.minimum(q, p / rho) >= 0, ar.minimum(q, p / rho) <= p),
                                 rlimit=rl, method="z3 pointwise").obligation)
+    obligations += sum_step("K3 sum step", "summing p - rho m (m = min(q, p/rho)): sum_x (p - rho m) = "
+                            "1 - rho beta; from m >= 0 and p - m >= 0 (K2): m <= beta and p - m <= 1 - beta, "
+                            "so beta = 1 forces m = p", "K2", monotone=True, rlimit=rl)
     s = sympy.Symbol("N", positive=True)
     obligations.append(Obligation("K3 residual mass", "sum_x residual = (1 - beta rho)/(1-beta)^k = 1 by the "
-                                  "equation", Verdict.PROVED if sympy.simplify((1 - (1 - s)) / s - 1) == 0
+                                  "equation (algebra: 1 - (1 - N) = N, N = (1-beta)^k > 0)",
+                                  Verdict.PROVED if sympy.simplify((1 - (1 - s)) / s - 1) == 0
                                   else Verdict.REFUTED, "sympy", 0.0, "N = (1-beta)^k > 0"))
     for kk in (2, 3, 4):
         gar = GenericCoordinateArith()
@@ -257,11 +276,12 @@ def prove_spectr(settings: Settings) -> ProofResult:
         pv, qv, r = dar.vector("p", n), dar.vector("q", n), dar.real("rho")
         out, _ = spectr_law(dar, pv, qv, 2, r)
         b = dar.total(dar.minimum(qv, dar.div(pv, r)))
-        obligations.append(check_z3(f"K direct n={n}, k=2", "output == p for every rho in [1, 2] solving the "
-                                    "equation", dar, [dar.simplex(pv), dar.simplex(qv), r >= 1, r <= 2,
-                                                      1 - (1 - b) ** 2 == r * b],
-                                    dar.all_of(o == x for o, x in zip(out, pv)), rlimit=rl,
-                                    method="z3 direct").obligation)
+        obligations.append(bounded(check_z3(f"K direct n={n}, k=2", "output == p for every rho in [1, 2] "
+                                            "solving the equation", dar,
+                                            [dar.simplex(pv), dar.simplex(qv), r >= 1, r <= 2,
+                                             1 - (1 - b) ** 2 == r * b],
+                                            dar.all_of(o == x for o, x in zip(out, pv)), rlimit=rl,
+                                            method="z3 direct").obligation))
     exact = ExactArith()
 
     def instances() -> tuple[bool, str]:
@@ -280,7 +300,9 @@ def prove_spectr(settings: Settings) -> ProofResult:
 
     obligations.append(_exact_obligation("K exact instances", "output == p and the residual is a law", instances))
     return _result("spectr-kseq", "exact", obligations, "sympy + z3 (sums abstracted); z3 direct; exact instances",
-                   "all n (k = 2..4 in z3, symbolic k in sympy; direct n=2,3, k=2)", start, settings)
+                   "all n for k = 2..4 (composition in z3; geometric sum for symbolic k in sympy); "
+                   "direct n=2,3, k=2", start, settings, every_n=True,
+                   notes=("k > 4: only the geometric sum (K1) and the residual bound (K2) are checked",))
 
 
 # -- sampler-match --------------------------------------------------------------------------------------
@@ -298,16 +320,18 @@ def prove_sampler_match(settings: Settings) -> ProofResult:
     sar = SympyArith()
     ps, qs = sympy.symbols("p_x q_x", real=True)
     _, _, sym_out = sampler_match_law(sar, (ps, 1 - ps), (qs, 1 - qs))
-    obligations.append(prove_by_cases("SM (sympy, n=2)", "output = p", sym_out[0] - ps, [ps >= 0, qs >= 0]))
+    obligations.append(bounded(prove_by_cases("SM (sympy, n=2)", "output = p", sym_out[0] - ps,
+                                              [ps >= 0, qs >= 0])))
     for n in (2, 3, 4):
         dar = Z3Arith()
         p, q = dar.vector("p", n), dar.vector("q", n)
         _, _, o = sampler_match_law(dar, p, q)
-        obligations.append(check_z3(f"SM direct n={n}", "output == p", dar, [dar.simplex(p), dar.simplex(q)],
-                                    dar.all_of(a == b for a, b in zip(o, p)), rlimit=settings.rlimit,
-                                    method="z3 direct").obligation)
+        obligations.append(bounded(check_z3(f"SM direct n={n}", "output == p", dar,
+                                            [dar.simplex(p), dar.simplex(q)],
+                                            dar.all_of(a == b for a, b in zip(o, p)), rlimit=settings.rlimit,
+                                            method="z3 direct").obligation))
     return _result("sampler-match", "exact", obligations, "z3 + sympy, sums abstracted; z3 direct", "all",
-                   start, settings, notes=("acceptance rate sum_x p(x) q(x)",))
+                   start, settings, notes=("acceptance rate sum_x p(x) q(x)",), every_n=True)
 
 
 # -- processors on both sides ----------------------------------------------------------------------------
@@ -321,9 +345,10 @@ def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResul
         dar = Z3Arith()
         v = dar.vector("v", n)
         pv = proc(dar, v)
-        obligations.append(check_z3(f"P law n={n}", f"{processor} maps a law to a law (the kept argmax has "
-                                    "positive mass, so the normaliser is positive)", dar, [dar.simplex(v)],
-                                    dar.simplex(pv), rlimit=settings.rlimit, method="z3 direct").obligation)
+        obligations.append(bounded(check_z3(f"P law n={n}", f"{processor} maps a law to a law (the kept "
+                                            "argmax has positive mass, so the normaliser is positive)", dar,
+                                            [dar.simplex(v)], dar.simplex(pv), rlimit=settings.rlimit,
+                                            method="z3 direct").obligation))
     exact = ExactArith()
 
     def grid() -> tuple[bool, str]:
@@ -338,5 +363,6 @@ def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResul
 
     obligations.append(_exact_obligation("P exact grid", "output == P(p)", grid))
     return _result(f"processor-both-sides:{processor}", "exact", obligations,
-                   "T3 on the processed pair; z3 direct; exact grid", "all (T3); processor laws n=2,3",
-                   start, settings)
+                   "T3 on the processed pair; z3 direct; exact grid",
+                   "n <= 4 (T3 holds for every n, but that the processor maps laws to laws is checked at "
+                   "n = 2, 3 only; grid n <= 4)", start, settings, every_n=False)

@@ -1,9 +1,11 @@
 """The theorems T1-T7, each a named obligation with a statement a reader can check.
 
-Each theorem's proof is a list of :class:`~specproof.proofs.outcomes.Obligation` records (z3, sympy
-case splits, stated sum steps, exhaustive exact enumeration), combined into one
-:class:`~specproof.proofs.outcomes.ProofResult` with claim ``"theorem"``.  Rules are evaluated from
-their one definition (:mod:`specproof.proofs.rules`) in every backend.
+Each theorem's proof is a list of :class:`~specproof.proofs.outcomes.Obligation` records, each with
+its basis: ``machine`` (z3, sympy case splits, the sum facts of :mod:`.finite_sums` proved by induction
+on ``n``), ``bounded`` (direct checks and exhaustive exact enumeration at the listed sizes: cross-checks,
+never evidence for every ``n``) or ``assumption`` (a step taken from the named source, not checked
+here).  :func:`scoped_verdict` turns them into one verdict: PROVED only when the theorem's every-size
+chain is complete (its assumptions listed), BOUNDED when only bounded checks support it.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from .backends.exact import ExactArith
 from .backends.sympy_backend import SympyArith
 from .backends.z3_backend import Z3Arith
 from .every_size import GenericCoordinateArith, direct_check, prove_every_size
-from .outcomes import DEFAULT_RLIMIT, Obligation, ProofResult, Verdict, combine, solver_versions
+from .finite_sums import sum_step
+from .outcomes import DEFAULT_RLIMIT, Basis, Obligation, ProofResult, Verdict, combine, solver_versions
 from .rules import CANONICAL, GREEDY, step_law, step_rules
 from .search import PairLaw, find_counterexample, law_distance
 from .sequences import ToyPair, continued_law, round_law, target_law
 from .solving import check_z3, prove_by_cases
 
-__all__ = ["Theorem", "theorems", "prove_theorem", "EXHAUSTIVE_SIZES"]
+__all__ = ["Theorem", "theorems", "prove_theorem", "scoped_verdict", "assumption", "bounded", "EXHAUSTIVE_SIZES"]
 
 EXHAUSTIVE_SIZES = ((2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3))
 """(V, K) pairs checked by exhaustive enumeration of every sequence."""
@@ -42,9 +45,29 @@ class Theorem:
     check: Callable[[int], tuple[list[Obligation], dict[str, Any]]]
 
 
-def _linear_step(name: str, statement: str, premise: str) -> Obligation:
-    return Obligation(name, statement, Verdict.PROVED, "linearity of finite sums", 0.0,
-                      f"premise {premise} is checked above; summing a pointwise identity over the vocabulary")
+def assumption(name: str, statement: str, source: str) -> Obligation:
+    """A step taken from ``source`` and not checked here (basis ``assumption``)."""
+    return Obligation(name, statement, Verdict.PROVED, "stated, not checked", 0.0,
+                      f"taken from {source}", Basis.ASSUMPTION, source)
+
+
+def scoped_verdict(obligations: list[Obligation] | tuple[Obligation, ...],
+                   every_n: bool) -> tuple[Verdict, tuple[str, ...]]:
+    """The verdict of a list of obligations and the assumptions it rests on.
+
+    Any REFUTED, VACUOUS or INCONCLUSIVE obligation decides (:func:`combine`).  Otherwise PROVED when
+    ``every_n`` (the obligations include a complete every-size chain of machine or assumption steps),
+    else BOUNDED: bounded checks alone never make PROVED.  Assumptions are ``"name: source"``."""
+    verdict = combine(o.verdict for o in obligations)
+    assumptions = tuple(f"{o.name}: {o.source}" for o in obligations if o.basis == Basis.ASSUMPTION)
+    if verdict != Verdict.PROVED:
+        return verdict, assumptions
+    return (Verdict.PROVED if every_n else Verdict.BOUNDED), assumptions
+
+
+def bounded(o: Obligation) -> Obligation:
+    """``o`` relabelled as a bounded check (sizes in its name and detail)."""
+    return Obligation(o.name, o.statement, o.verdict, o.method, o.seconds, o.detail, Basis.BOUNDED, o.source)
 
 
 def _t1(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
@@ -57,20 +80,21 @@ def _t1(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     ps, qs = sympy.symbols("p q", real=True)
     s = prove_by_cases("T1 (sympy)", statement, sar.add(sar.minimum(ps, qs), sar.relu(sar.sub(ps, qs))) - ps,
                        [], rlimit=rlimit)
-    return [z.obligation, s], {"n": "pointwise"}
+    return [z.obligation, s], {"n": "pointwise", "every_n": True}
 
 
 def _t2(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     obligations, _ = _t1(rlimit)
-    obligations.append(_linear_step("T2 (every n)", "sum_x min(p,q) + sum_x max(0, p-q) = sum_x p = 1", "T1"))
+    obligations += sum_step("T2 (every n)", "sum_x min(p,q) + sum_x max(0, p-q) = sum_x p = 1", "T1",
+                            rlimit=rlimit)
     for n in range(2, 9):
         ar = Z3Arith()
         p, q = ar.vector("p", n), ar.vector("q", n)
         goal = ar.sub(ar.one, ar.total(ar.minimum(p, q))) == ar.total(ar.relu(ar.sub(p, q)))
-        obligations.append(check_z3(f"T2 direct n={n}", "1 - sum min(p,q) = sum max(0, p-q) on the simplex",
-                                    ar, [ar.simplex(p), ar.simplex(q)], goal, rlimit=rlimit,
-                                    method="z3 direct").obligation)
-    return obligations, {"n": "all (direct 2..8)"}
+        obligations.append(bounded(check_z3(f"T2 direct n={n}", "1 - sum min(p,q) = sum max(0, p-q) on the "
+                                             "simplex", ar, [ar.simplex(p), ar.simplex(q)], goal, rlimit=rlimit,
+                                             method="z3 direct").obligation))
+    return obligations, {"n": "all (direct 2..8)", "every_n": True}
 
 
 def _t3(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
@@ -78,7 +102,7 @@ def _t3(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     f1 = all(o.verdict == Verdict.PROVED for o in obligations if o.name.startswith("F1"))
     for n in (2, 3, 4):
         obligations.append(direct_check(CANONICAL, n, rlimit=rlimit, hint=f1)[0])
-    return obligations, {"n": "all (direct 2..4)"}
+    return obligations, {"n": "all (direct 2..4)", "every_n": True}
 
 
 def _t4(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
@@ -86,20 +110,24 @@ def _t4(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     law = step_law(ar, CANONICAL, ar.p, ar.q)
     big_b, big_s = law.acceptance_rate, law.residual_mass
     # sum_x output(x) = B + (1 - B) sum_x residual(x); sum_x w(x)/S = 1 if S > 0 else 0 (linearity)
-    total_output = big_b + (1 - big_b) * z3.If(big_s > 0, ar.const(1), ar.const(0))
-    obligations = [_linear_step("T4 sum step", "sum_x output = B + (1-B) sum_x residual; sum_x w/S = [S > 0]",
-                                "the definition of step_law"),
-                   check_z3("T4 (every n)", "B + (1 - B)[S > 0] = 1 given T2 (B + S = 1, S >= 0)", ar,
-                            [big_b + big_s == 1, big_s >= 0], total_output == 1, rlimit=rlimit,
-                            method="z3, sums abstracted").obligation]
+    c = z3.If(big_s == 0, ar.const(0), (1 - big_b) / big_s)
+    domain = [ar.p >= 0, ar.p <= 1, ar.q >= 0, ar.q <= 1]
+    obligations = [check_z3("T4 pointwise", "output(x) = 1 q(x)A(x) + c w(x) with the constant c = (1 - B)/S "
+                            "(c = 0 when S = 0), on the rule's own step_law", ar, domain,
+                            law.output == law.accepted_mass + c * law.residual_weight, rlimit=rlimit,
+                            method="z3 pointwise").obligation]
+    obligations += sum_step("T4 sum step", "sum_x output = B + c S", "T4 pointwise", rlimit=rlimit)
+    obligations.append(check_z3("T4 (every n)", "B + c S = 1 given T2 (B + S = 1)", ar,
+                                [big_b + big_s == 1], big_b + c * big_s == 1, rlimit=rlimit,
+                                method="z3, sums abstracted").obligation)
     for n in range(2, 5):
         dar = Z3Arith()
         p, q = dar.vector("p", n), dar.vector("q", n)
         out = step_law(dar, CANONICAL, p, q).output
-        obligations.append(check_z3(f"T4 direct n={n}", "sum_x output(x) = 1 on the simplex", dar,
-                                    [dar.simplex(p), dar.simplex(q)], dar.total(out) == 1, rlimit=rlimit,
-                                    method="z3 direct").obligation)
-    return obligations, {"n": "all (direct 2..4)"}
+        obligations.append(bounded(check_z3(f"T4 direct n={n}", "sum_x output(x) = 1 on the simplex", dar,
+                                             [dar.simplex(p), dar.simplex(q)], dar.total(out) == 1,
+                                             rlimit=rlimit, method="z3 direct").obligation))
+    return obligations, {"n": "all (direct 2..4)", "every_n": True}
 
 
 def _random_pairs(vocab: int, k: int) -> list[ToyPair]:
@@ -117,30 +145,33 @@ def sequence_exactness(rule: Any, sizes: tuple[tuple[int, int], ...] = EXHAUSTIV
             checked += 1
             if continued_law(pair, rule) != target_law(pair):
                 return Obligation("T5 exhaustive", "", Verdict.REFUTED, "exact enumeration",
-                                  time.perf_counter() - start, f"V={vocab}, K={k}: laws differ")
+                                  time.perf_counter() - start, f"V={vocab}, K={k}: laws differ", Basis.BOUNDED)
     return Obligation(f"T5 exhaustive ({getattr(rule, 'name', rule)})",
                       "round + continuation == target over every sequence of K+1 tokens", Verdict.PROVED,
                       "exact enumeration", time.perf_counter() - start,
-                      f"{checked} tables, (V, K) in {list(sizes)}, zeros included")
+                      f"{checked} tables, (V, K) in {list(sizes)}, zeros included", Basis.BOUNDED)
 
 
 def _t5(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     t3, _ = _t3(rlimit)
     obligations = [Obligation("T3 (premise)", "the single-step law is p, for every n", combine(o.verdict for o in t3),
                               "see T3", sum(o.seconds for o in t3), f"{len(t3)} obligations")]
-    ar = Z3Arith()
-    a, r, p_x, c = (ar.real(n) for n in ("accepted_x", "corrected_x", "p_x", "continuation_s"))
-    obligations.append(check_z3(
-        "T5 induction step",
-        "K drafts: P(x, s) = accepted(x) c(s|x) + corrected(x) c(s|x), where the accepted branch is a "
-        "(K-1)-round from prefix x (law c = p(.|x) by the hypothesis) and the corrected branch continues "
-        "with the target (law c); with accepted + corrected = p(x) (T3), P(x, s) = p(x) c(s|x). "
-        "Base K = 0: the bonus token is drawn from p.",
-        ar, [a + r == p_x, a >= 0, r >= 0, c >= 0], a * c + r * c == p_x * c, rlimit=rlimit).obligation)
+    # The old z3 "induction step" (a + r = p |- a c + r c = p c) followed from its hypotheses by
+    # rewriting alone: it never looked at round_law.  The decomposition it rested on is stated here.
+    obligations.append(assumption(
+        "T5 induction on K (round decomposition)",
+        "K drafts: the first emitted token x has the single-step law (T3); given x, an accepted draft is "
+        "followed by a (K-1)-draft round from prefix x (law p(.|x) over the rest by the hypothesis) and a "
+        "correction by target sampling (law p(.|x)), so P(x, s) = p(x) p(s|x); base K = 0: the bonus token "
+        "is drawn from p. Not checked against sequences.round_law for every K (only by the bounded "
+        "exhaustive checks below)",
+        "Leviathan, Kalman, Matias 2023 and Chen et al. 2023: a K-draft round is K single-step "
+        "verifications, each conditioned on the accepted prefix"))
     for rule in step_rules():
         if rule.claim == "exact":
             obligations.append(sequence_exactness(rule))
-    return obligations, {"n": "all V, K (induction); exhaustive V<=3, K<=3"}
+    return obligations, {"n": "all V, K (assuming the round decomposition); exhaustive V<=3, K<=3",
+                         "every_n": True}
 
 
 def _greedy_sequence(pair: ToyPair) -> tuple[int, ...]:
@@ -180,6 +211,12 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     g = z3.If(rank == 0, ar.const(1), ar.const(0))
     facts = [ar.p >= 0, ar.q >= 0, ar.q <= 1, rank >= 0, law.residual_mass == 1,
              z3.Implies(rank == 0, law.acceptance_rate == ar.q)] + [other == rank for other, _, _ in others]
+    obligations.append(assumption(
+        "T6 rank facts", "with ties to the lower index, ranking ahead is a strict total order on the "
+        "vocabulary, so exactly one token has rank 0 (sum_x g = 1, sum_x q g = q(argmax)) and every "
+        "mass_ahead(p, 1) call in the rule returns the same rank",
+        "order theory: a finite strict total order has exactly one maximum (Arith.mass_ahead orders by key, "
+        "then index)"))
     obligations.append(check_z3(
         "T6 greedy step (every n)",
         "with ties to the lower index exactly one token has rank 0 (sum_x g = 1) and sum_x q g = q(argmax): "
@@ -190,9 +227,10 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
         p, q = dar.vector("p", n), dar.vector("q", n)
         out = step_law(dar, GREEDY, p, q).output
         g_vec = dar.select(dar.eq(dar.mass_ahead(p, dar.one), dar.zero), dar.one, dar.zero)
-        obligations.append(check_z3(f"T6 direct n={n}", "greedy step output = 1[argmax p]", dar,
-                                    [dar.simplex(p), dar.simplex(q)], dar.all_of(o == e for o, e in zip(out, g_vec)),
-                                    rlimit=rlimit, method="z3 direct").obligation)
+        obligations.append(bounded(check_z3(f"T6 direct n={n}", "greedy step output = 1[argmax p]", dar,
+                                             [dar.simplex(p), dar.simplex(q)],
+                                             dar.all_of(o == e for o, e in zip(out, g_vec)),
+                                             rlimit=rlimit, method="z3 direct").obligation))
     start = time.perf_counter()
     checked, failure = 0, ""
     for vocab, k in EXHAUSTIVE_SIZES:
@@ -209,7 +247,8 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
         "T6 greedy contract (exhaustive)", "every draft sequence: the round emits a prefix of the target's "
         "greedy sequence (ties to the lower index), so greedy continuation reproduces it",
         Verdict.REFUTED if failure else Verdict.PROVED, "exact enumeration", time.perf_counter() - start,
-        failure or f"{checked} (table, draft sequence) cases, (V, K) in {list(EXHAUSTIVE_SIZES)}"))
+        failure or f"{checked} (table, draft sequence) cases, (V, K) in {list(EXHAUSTIVE_SIZES)}",
+        Basis.BOUNDED))
     law_pq = PairLaw("greedy", ("p", "q"), lambda a, L: step_law(a, GREEDY, L["p"], L["q"]).output,
                      lambda a, L: L["p"])
     found = find_counterexample(law_pq, seeds=[{"p": (Fraction(2, 3), Fraction(1, 3)),
@@ -218,7 +257,8 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
         "T6 not a sampling rule", "at temperature > 0 the target has full support and greedy emits a point "
         "mass: TV > 0 (exact witness)", Verdict.PROVED if found and found.tv > 0 else Verdict.REFUTED,
         "exact witness", 0.0, f"p={[str(x) for x in found.p]}, TV={found.tv}" if found else "no witness"))
-    return obligations, {"n": "all (step); exhaustive V<=3, K<=3", "counterexample": found}
+    return obligations, {"n": "all (step, assuming the rank facts); exhaustive V<=3, K<=3",
+                         "counterexample": found, "every_n": True}
 
 
 def _t7(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
@@ -237,9 +277,14 @@ def _t7(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     obligations.append(check_z3("T7 |p-q| split", "|p - q| = max(0, p-q) + max(0, q-p)", ar, [p == p],
                                 z3.If(p >= q, p - q, q - p) == ar.relu(p - q) + ar.relu(q - p), rlimit=rlimit,
                                 method="z3 pointwise").obligation)
+    obligations.append(check_z3("T7 signed split", "max(0, p-q) = 1 max(0, q-p) + 1 p + (-1) q", ar, [p == p],
+                                ar.relu(p - q) == ar.relu(q - p) + p - q, rlimit=rlimit,
+                                method="z3 pointwise").obligation)
     s_min, s_plus, s_minus = (ar.real(n) for n in ("sum_min", "sum_pos", "sum_neg"))
-    obligations.append(_linear_step("T7 sum step", "B = sum min(p,q) (L1); sum min + sum max(0,p-q) = 1 (T2); "
-                                    "sum max(0,p-q) - sum max(0,q-p) = sum (p - q) = 0", "L1, T1"))
+    obligations += sum_step("T7 sum step", "B = sum min(p,q) (L1); sum min + sum max(0,p-q) = 1 (T2); "
+                            "sum max(0,p-q) = sum max(0,q-p) + sum p - sum q = sum max(0,q-p) (signed split); "
+                            "TV = sum |p-q|/2 = (sum max(0,p-q) + sum max(0,q-p))/2 (|p-q| split)",
+                            "L1, T1, the two splits", terms=3, rlimit=rlimit)
     tv = (s_plus + s_minus) / 2
     obligations.append(check_z3("T7 acceptance (every n)", "E[accept] = B = 1 - TV(p, q)", ar,
                                 [law.acceptance_rate == s_min, s_min + s_plus == 1, s_plus == s_minus],
@@ -248,9 +293,10 @@ def _t7(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
         dar = Z3Arith()
         pv, qv = dar.vector("p", n), dar.vector("q", n)
         rate = step_law(dar, CANONICAL, pv, qv).acceptance_rate
-        obligations.append(check_z3(f"T7 direct n={n}", "sum q A = 1 - TV(p, q)", dar,
-                                    [dar.simplex(pv), dar.simplex(qv)], rate == 1 - law_distance(dar, pv, qv),
-                                    rlimit=rlimit, method="z3 direct").obligation)
+        obligations.append(bounded(check_z3(f"T7 direct n={n}", "sum q A = 1 - TV(p, q)", dar,
+                                             [dar.simplex(pv), dar.simplex(qv)],
+                                             rate == 1 - law_distance(dar, pv, qv), rlimit=rlimit,
+                                             method="z3 direct").obligation))
     start = time.perf_counter()
     a = sympy.Symbol("a", positive=True)
     i = sympy.Symbol("i", integer=True, nonnegative=True)
@@ -283,8 +329,8 @@ def _t7(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     obligations.append(Obligation(
         "T7 tokens per round (exact)", "context-free pairs (i.i.d. acceptance): E[len(round)] = sum_i a^i",
         Verdict.REFUTED if bad else Verdict.PROVED, "exact enumeration", time.perf_counter() - start,
-        bad or f"{count} pairs"))
-    return obligations, {"n": "all (direct 2..5)"}
+        bad or f"{count} pairs", Basis.BOUNDED))
+    return obligations, {"n": "all (direct 2..5)", "every_n": True}
 
 
 _THEOREMS = (
@@ -316,7 +362,7 @@ def prove_theorem(theorem: Theorem | str, *, rlimit: int = DEFAULT_RLIMIT) -> Pr
         theorem = by_name[theorem]
     start = time.perf_counter()
     obligations, info = theorem.check(rlimit)
-    verdict = combine(o.verdict for o in obligations)
+    verdict, assumptions = scoped_verdict(obligations, info["every_n"])
     methods = sorted({o.method for o in obligations})
     return ProofResult(
         rule=theorem.name, claim="theorem", verdict=verdict, method=", ".join(methods), n=info["n"],
@@ -324,4 +370,4 @@ def prove_theorem(theorem: Theorem | str, *, rlimit: int = DEFAULT_RLIMIT) -> Pr
         counterexample=info.get("counterexample"), obligations=tuple(obligations),
         reason="" if verdict == Verdict.PROVED else
         "; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED),
-        notes=(f"{theorem.title}: {theorem.statement}",))
+        notes=(f"{theorem.title}: {theorem.statement}",) + tuple(f"assumption: {a}" for a in assumptions))

@@ -1,8 +1,10 @@
-"""T1-T7: every obligation is machine-checked and proved; T3 covers its edge cases."""
+"""T1-T7: every obligation is proved and carries its basis; T3 covers its edge cases."""
 
 import pytest
 
 from specproof.proofs import Verdict, prove_theorem, theorems
+from specproof.proofs.outcomes import Basis, Obligation
+from specproof.proofs.theorems import scoped_verdict
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +23,50 @@ def test_every_theorem_is_proved(results):
 
 def test_t3_is_composed_of_checked_steps_with_its_edge_cases(results):
     names = [o.name for o in results["T3"].obligations]
-    for step in ("F1 (z3)", "F1 (sympy)", "T2 (sum step)", "T3 (composition)", "E1 (p == q)",
-                 "E2 (q(x) = 0)", "E3 (p(x) = 0)", "direct n=2", "direct n=3", "direct n=4"):
+    for step in ("F1 (z3)", "F1 (sympy)", "T2 (sum step) (linearity)", "T2 (sum step) (monotonicity)",
+                 "T3 (composition)", "E1 (p == q)", "E2 (q(x) = 0)", "E3 (p(x) = 0)", "direct n=2", "direct n=3",
+                 "direct n=4"):
         assert step in names
     assert results["T3"].n.startswith("all")
+    by_name = {o.name: o for o in results["T3"].obligations}
+    assert by_name["direct n=3"].basis == Basis.BOUNDED
+    assert by_name["T2 (sum step) (linearity)"].basis == Basis.MACHINE
+    assert "induction on n" in by_name["T2 (sum step) (linearity)"].method
+
+
+def test_no_theorem_has_a_hand_written_machine_step(results):
+    """Every obligation is a solver/enumeration check or an assumption naming its source."""
+    for name, result in results.items():
+        for o in result.obligations:
+            assert o.method not in ("linearity of finite sums", "linearity and monotonicity of finite sums"), o.name
+            if o.basis == Basis.ASSUMPTION:
+                assert o.source and o.method == "stated, not checked", (name, o.name)
+                assert any(o.source in note for note in result.notes), (name, o.name)
+
+
+def test_theorems_resting_on_assumptions_name_them(results):
+    assumed = {name for name, r in results.items() if any(o.basis == Basis.ASSUMPTION for o in r.obligations)}
+    assert assumed == {"T5", "T6"}
+    assert "assuming" in results["T5"].n and "assuming" in results["T6"].n
+
+
+def _ob(verdict, basis=Basis.MACHINE):
+    return Obligation("o", "", verdict, "m", basis=basis, source="s" if basis == Basis.ASSUMPTION else "")
+
+
+@pytest.mark.parametrize("verdicts", [(a, b) for a in Verdict if a != Verdict.BOUNDED
+                                      for b in Verdict if b != Verdict.BOUNDED])
+@pytest.mark.parametrize("every_n", [True, False])
+def test_scoped_verdict_never_proves_without_an_every_size_chain(verdicts, every_n):
+    obligations = [_ob(verdicts[0], Basis.BOUNDED), _ob(verdicts[1], Basis.ASSUMPTION)]
+    verdict, assumptions = scoped_verdict(obligations, every_n)
+    assert assumptions == ("o: s",)
+    if Verdict.REFUTED in verdicts:
+        assert verdict == Verdict.REFUTED
+    elif verdicts == (Verdict.PROVED, Verdict.PROVED):
+        assert verdict == (Verdict.PROVED if every_n else Verdict.BOUNDED)
+    else:
+        assert verdict not in (Verdict.PROVED, Verdict.BOUNDED)
 
 
 def test_t3_is_proved_for_every_n():
