@@ -77,7 +77,6 @@ class Finding:
         if self.family == "reproducibility":
             return f"[{self.scenario}] reproducibility: {self.event}"
         where = f" at token position {self.position}" if self.position else ""
-        tv = f"; exact TV of this bug class {self.exact_tv:.4g}" if self.exact_tv is not None else ""
         if self.certain:
             evidence = "certain: the exact law gives it probability 0"
         else:
@@ -86,7 +85,7 @@ class Finding:
         band = f" (dtype tolerance +/-{self.tolerance:.3g})" if self.tolerance else ""
         note = f"\n      -> {self.note}" if self.note else ""
         return (f"[{self.scenario}] {self.family}{where}: {self.event}: observed {_number(self.observed)} where "
-                f"the exact law gives {_number(self.expected)}{band}; {evidence}; {self.rows} rows{tv}{note}")
+                f"the exact law gives {_number(self.expected)}{band}; {evidence}; {self.rows} rows{note}")
 
 
 @dataclass
@@ -221,8 +220,8 @@ class CheckResult:
         events = sum(s.events for s in self.scenarios)
         worst = max(self.scenarios, key=lambda s: s.detectable_tv)
         head = {
-            Verdict.PASS: f"PASS: no drift beyond the dtype's tolerance detected, and a deviation of TV "
-                          f"{self.max_detectable_tv:g} would have been caught",
+            Verdict.PASS: f"PASS: no drift beyond the dtype's tolerance detected; a deviation of TV "
+                          f"{self.max_detectable_tv:g} on a tested event is caught with probability 0.99",
             Verdict.FAIL: "FAIL: the verifier's law differs from the exact reference",
             Verdict.UNDERPOWERED: f"UNDERPOWERED: nothing detected, but this run could miss a deviation of TV up "
                                   f"to {self.detectable_tv:.4g} (stated bound {self.max_detectable_tv:g})",
@@ -241,8 +240,16 @@ class CheckResult:
         lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
                      f"(worst scenario: {worst.name}; stated bound {self.max_detectable_tv:g})")
         if self.verdict is Verdict.UNDERPOWERED:
-            lines.append("  To reach the bound: raise --samples, use a wider dtype, or state a larger "
-                         "--max-detectable-tv; a dtype whose tolerance alone exceeds the bound cannot reach it")
+            blind = [sc for sc in self.scenarios if sc.tolerance >= self.max_detectable_tv]
+            if blind:
+                low, high = min(sc.tolerance for sc in blind), max(sc.tolerance for sc in blind)
+                where = (f"all {len(blind)} scenarios" if len(blind) == len(self.scenarios) else
+                         ", ".join(f"'{sc.name}'" for sc in blind[:3]) + (f" and {len(blind) - 3} more"
+                                                                          if len(blind) > 3 else ""))
+                lines.append(f"  {self.dtype}'s derived tolerance alone ({low:.3g} to {high:.3g}) is at least the "
+                             f"bound on {where}: no sample size reaches it there; check in a wider dtype")
+            if len(blind) < len(self.scenarios):
+                lines.append("  To reach the bound: raise --samples, or state a larger --max-detectable-tv")
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
         return "\n".join(lines)
