@@ -3,9 +3,12 @@
 * the arithmetic interface (:class:`Arith`) and its backends: exact rationals, torch, sympy, z3;
 * rules: :class:`StepRule` records in a registry (:func:`step_rules`), plus laws with other structure
   (block verification, multi-draft, SpecTr, sampler-match, processors);
-* verdicts: :class:`Verdict`, :class:`ProofResult` with exact :class:`Counterexample` records;
+* verdicts: :class:`Verdict` (PROVED for every size, BOUNDED, REFUTED, INCONCLUSIVE, VACUOUS) decided
+  by :func:`decide` from all the evidence; :class:`ProofResult` with its scope, its assumptions and
+  exact :class:`Counterexample` records;
 * :func:`catalogue`, :func:`prove_rule`, :func:`prove_all`, :func:`theorems`, :func:`prove_theorem`;
-  user rules via :func:`load_user_rule` (``path.py:name``).
+  user rules via :func:`load_user_rule` (``path.py:name``), run on opaque values (:class:`RuleUsageError`
+  when they step outside the Arith interface).
 """
 
 # Imported on first use (PEP 562): the backends pull in torch, sympy and z3, seconds that a command
@@ -27,13 +30,15 @@ _EXPORTS: dict[str, str] = {  # public name -> the submodule that defines it
                      "ENSEMBLE", "GREEDY", "LENIENCE", "RESAMPLE_FROM_TARGET", "TOP_K_ACCEPT", "TYPICAL",
                      "StepLaw", "StepRule", "get_step_rule", "register_step_rule", "step_law",
                      "step_rules"), "rules"),
-    **dict.fromkeys(("DEFAULT_RLIMIT", "Counterexample", "Obligation", "ProofResult", "Verdict",
-                     "WorstCase"), "outcomes"),
+    **dict.fromkeys(("DEFAULT_RLIMIT", "Assumption", "Basis", "Counterexample", "Obligation", "ProofResult",
+                     "Verdict", "WorstCase"), "outcomes"),
     "PairLaw": "search",
     **dict.fromkeys(("Settings", "prove_step_rule"), "provers"),
     **dict.fromkeys(("Theorem", "prove_theorem", "theorems"), "theorems"),
-    **dict.fromkeys(("CatalogueEntry", "catalogue", "load_user_rule", "prove_all", "prove_rule",
+    **dict.fromkeys(("CatalogueEntry", "catalogue", "load_user_rule", "prove_all", "prove_entry", "prove_rule",
                      "resolve_rule"), "catalogue"),
+    "RuleUsageError": "opaque",
+    "decide": "verdicts",
 }
 
 make_lazy(__name__, _EXPORTS)
@@ -72,6 +77,8 @@ __all__ = [
     "step_law",
     "step_rules",
     "DEFAULT_RLIMIT",
+    "Assumption",
+    "Basis",
     "Counterexample",
     "Obligation",
     "ProofResult",
@@ -87,6 +94,9 @@ __all__ = [
     "catalogue",
     "load_user_rule",
     "prove_all",
+    "prove_entry",
     "prove_rule",
+    "RuleUsageError",
+    "decide",
     "resolve_rule",
 ]

@@ -24,12 +24,20 @@ Write a rule in a Python file using only :class:`~specproof.proofs.arith.Arith` 
                        acceptance=acceptance, residual_weight=residual_weight)
 
 then ``specproof prove --rule my_rule.py:my_rule`` (or :func:`prove_rule` with
-:func:`load_user_rule`).  The file is imported (its code runs).  A :class:`CatalogueEntry` with its own
-``prove`` function is accepted too.
+:func:`load_user_rule`).  The file is imported (its code runs).  The rule's functions receive opaque
+values (:mod:`.opaque`): only Arith operations work on them, division only as ``ar.safe_div``.  A
+name that is already in the catalogue is refused.  A :class:`CatalogueEntry` with its own ``prove``
+function is accepted too, but its obligations are the user's word, not specproof's: each is listed
+as an assumption (source: the entry's prover).
+
+:func:`prove_entry` runs one entry under the settings' time budget (a child process) and lets
+:func:`~specproof.proofs.verdicts.decide` settle the verdict of results that structured provers
+assembled.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -39,17 +47,20 @@ from .arith import Arith
 from .backends.exact import ExactArith
 from .block import Tables, block_continued_law, block_target_law
 from .errors import SpecproofInputError
+from .isolation import run_in_child, run_with_budget
 from .loading import import_python_file
-from .outcomes import ProofResult, Verdict, solver_versions
+from .opaque import RuleUsageError, guard_rule
+from .outcomes import Basis, ProofResult
 from .processors import PLACEMENTS, PROCESSORS, draft_from_r_law, processed_law
 from .provers import Settings, prove_step_rule, refutation
 from .rules import StepRule, step_law, step_rules
+from .verdicts import settle
 from .search import PairLaw
 from .structured import (BLOCK_CHECK_VECTOR, prove_block, prove_processor_both_sides, prove_recursive_rejection,
                          prove_sampler_match, prove_spectr)
 
 __all__ = ["CatalogueEntry", "catalogue", "get_entry", "step_rule_entry", "prove_rule", "prove_all",
-           "load_user_rule", "resolve_rule", "STEP_RULE_SEEDS"]
+           "prove_entry", "load_user_rule", "resolve_rule", "STEP_RULE_SEEDS"]
 
 F = Fraction
 STEP_RULE_SEEDS: dict[str, tuple[dict[str, tuple[Fraction, ...]], ...]] = {
@@ -70,26 +81,23 @@ class CatalogueEntry:
     source: str
     prove: Callable[[Settings], ProofResult]
     step_rule: StepRule | None = None
+    user: bool = False
 
 
-def step_rule_entry(rule: StepRule, seeds: tuple[Mapping[str, Any], ...] = ()) -> CatalogueEntry:
-    """A catalogue entry for a single-step rule (registered or user-written)."""
+def step_rule_entry(rule: StepRule, seeds: tuple[Mapping[str, Any], ...] = (), *, user: bool = False) -> CatalogueEntry:
+    """A catalogue entry for a single-step rule (registered, or user-written: then guarded)."""
+    if user:
+        rule = guard_rule(rule)
     return CatalogueEntry(rule.name, rule.claim, rule.description, rule.source,
-                          lambda settings: prove_step_rule(rule, settings, seeds=seeds), rule)
+                          lambda settings: prove_step_rule(rule, settings, seeds=seeds), rule, user)
 
 
 def _refute(name: str, law: PairLaw, seeds: tuple[Mapping[str, Any], ...] = (), *, sizes: tuple[int, ...] = (2, 3),
             certify: bool = True, notes: tuple[str, ...] = (), drift_sizes: tuple[int, ...] = (2, 3),
             drift_caps: tuple[int, int] = (2500, 1000)) -> Callable[[Settings], ProofResult]:
     def prove(settings: Settings) -> ProofResult:
-        start = time.perf_counter()
-        found = refutation(name, "not-exact", law, settings, start, seeds=seeds, sizes=sizes, certify=certify,
-                           notes=notes, drift_sizes=drift_sizes, drift_caps=drift_caps)
-        if found is not None:
-            return found
-        return ProofResult(name, "not-exact", Verdict.INCONCLUSIVE, "exact counterexample search",
-                           ",".join(map(str, sizes)), time.perf_counter() - start, solver_versions(settings.rlimit),
-                           reason="no counterexample on the searched grids (not a proof of exactness)")
+        return refutation(name, "not-exact", law, settings, time.perf_counter(), seeds=seeds, sizes=sizes,
+                          certify=certify, notes=notes, drift_sizes=drift_sizes, drift_caps=drift_caps)
     return prove
 
 
@@ -194,25 +202,61 @@ def load_user_rule(spec: str) -> CatalogueEntry:
         raise SpecproofInputError("--rule", f"{path_text!r} defines no {name!r}",
                                   f"choose one of: {', '.join(candidates) or '(no StepRule in the file)'}")
     obj = getattr(module, name)
-    if isinstance(obj, CatalogueEntry):
-        return obj
-    if isinstance(obj, StepRule):
-        if obj.claim not in ("exact", "not-exact"):
-            raise SpecproofInputError("--rule", f"{name}.claim is {obj.claim!r}", "use 'exact' or 'not-exact'")
-        _smoke_test(obj, spec)
-        return step_rule_entry(obj)
+    if isinstance(obj, (CatalogueEntry, StepRule)):
+        return _user_entry(obj, spec)
     raise SpecproofInputError("--rule", f"{name!r} in {path_text!r} is a {type(obj).__name__}, not a StepRule",
                               "wrap acceptance/residual_weight functions in specproof.proofs.StepRule(...)")
 
 
+def _user_entry(obj: StepRule | CatalogueEntry, spec: str) -> CatalogueEntry:
+    """A user's rule as an entry: its name must be new, a StepRule is guarded and smoke-tested, a
+    CatalogueEntry's own obligations become assumptions (its prover is the user's, not specproof's)."""
+    if obj.name in {e.name for e in catalogue()}:
+        raise SpecproofInputError("--rule", f"{spec} is named {obj.name!r}, a catalogue rule's name",
+                                  "give your rule a name of its own")
+    if obj.claim not in ("exact", "not-exact"):
+        raise SpecproofInputError("--rule", f"{obj.name}.claim is {obj.claim!r}", "use 'exact' or 'not-exact'")
+    if isinstance(obj, StepRule):
+        entry = step_rule_entry(obj, user=True)
+        assert entry.step_rule is not None
+        _smoke_test(entry.step_rule, spec)
+        return entry
+    user_prove = obj.prove
+
+    def prove(settings: Settings) -> ProofResult:
+        result = user_prove(settings)
+        if not isinstance(result, ProofResult):
+            raise RuleUsageError(f"rule {obj.name!r}", f"its prove function returned a {type(result).__name__}",
+                                 "return a specproof.proofs.ProofResult")
+        source = f"the user-supplied prover of {obj.name!r} (not checked by specproof)"
+        return dataclasses.replace(result, obligations=tuple(
+            dataclasses.replace(o, basis=Basis.ASSUMPTION, source=source) for o in result.obligations))
+
+    return dataclasses.replace(obj, prove=prove, step_rule=None, user=True)
+
+
+SMOKE_TIMEOUT = 30.0
+"""Seconds a user rule may take to evaluate once on exact laws when it is loaded."""
+
+
 def _smoke_test(rule: StepRule, spec: str) -> None:
-    """Evaluate a user rule once, exactly, so a broken definition is a usage error before any proof."""
+    """Evaluate a user rule once, exactly, in a child process (it may hang or exit), so a broken
+    definition is a usage error before any proof."""
     p, q = (F(1, 2), F(1, 4), F(1, 4)), (F(1, 4), F(3, 4), F(0))
-    try:
+
+    def evaluate() -> Any:
         output = step_law(ExactArith(), rule, p, q).output
-    except Exception as err:  # the user's code: any error is a usage error
-        raise SpecproofInputError("--rule", f"evaluating {spec} on exact laws failed: {type(err).__name__}: {err}",
-                                  "write acceptance and residual_weight with Arith operations only") from None
+        if rule.acceptance_test is not None:
+            rule.acceptance_test(ExactArith(), F(1, 3), p, q)
+        return output
+
+    kind, output = run_in_child(evaluate, SMOKE_TIMEOUT)
+    if kind != "ok":
+        problem = {"timeout": f"evaluating {spec} once on exact laws took more than {SMOKE_TIMEOUT:g} s",
+                   "died": f"evaluating {spec} ended its process (exit code {output})",
+                   "crash": f"evaluating {spec} on exact laws failed: {str(output).splitlines()[0]}"}[kind]
+        raise SpecproofInputError("--rule", problem, "write acceptance and residual_weight with Arith operations "
+                                  "only; they must return, never raise, hang or exit")
     if not (isinstance(output, tuple) and len(output) == len(p) and all(isinstance(x, F) for x in output)):
         raise SpecproofInputError("--rule", f"{spec} gives {output!r}, not a vector of exact rationals",
                                   "return vectors built with Arith operations from p and q")
@@ -221,9 +265,13 @@ def _smoke_test(rule: StepRule, spec: str) -> None:
 def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
     """A catalogue name, ``path.py:name``, a StepRule or a CatalogueEntry as a CatalogueEntry."""
     if isinstance(rule, CatalogueEntry):
-        return rule
+        if rule.user or any(rule is e for e in catalogue()):
+            return rule
+        return _user_entry(rule, rule.name)
     if isinstance(rule, StepRule):
-        return step_rule_entry(rule, STEP_RULE_SEEDS.get(rule.name, ()))
+        if any(rule is r for r in step_rules()):
+            return step_rule_entry(rule, STEP_RULE_SEEDS.get(rule.name, ()))
+        return _user_entry(rule, rule.name)
     if isinstance(rule, str) and rule.rpartition(":")[0].endswith(".py"):
         return load_user_rule(rule)
     if isinstance(rule, str):
@@ -233,8 +281,41 @@ def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
 
 def prove_rule(rule: str | StepRule | CatalogueEntry, settings: Settings = Settings()) -> ProofResult:
     """Prove or refute one rule: a catalogue name, ``path.py:name``, a StepRule or a CatalogueEntry."""
-    entry = resolve_rule(rule)
-    result = entry.prove(settings)
+    return prove_entry(resolve_rule(rule), settings)
+
+
+def _crash(entry: CatalogueEntry) -> Callable[[str], BaseException]:
+    def report(what: str) -> BaseException:
+        if entry.user:
+            first = what.strip().splitlines()[0] if what.strip() else what
+            return RuleUsageError(f"rule {entry.name!r}", f"proving it failed: {first}",
+                                  "the rule's code must return values built with Arith operations, never exit")
+        return RuntimeError(f"proving {entry.name} failed in its process: {what}")
+    return report
+
+
+def settle_user(result: ProofResult, entry: CatalogueEntry) -> ProofResult:
+    """A step rule's result is already decided; anything else is settled from its obligations."""
+    return result if entry.step_rule is not None else settle(result)
+
+
+def prove_entry(entry: CatalogueEntry, settings: Settings = Settings()) -> ProofResult:
+    """One entry under the settings' time budget; structured results are settled by ``decide``."""
+    def run() -> ProofResult:
+        try:
+            result = entry.prove(settings)
+        except SpecproofInputError:
+            raise
+        except Exception as err:  # a user rule's code reached an engine in a way no guard caught
+            if not entry.user:
+                raise
+            raise _crash(entry)(f"{type(err).__name__}: {err}") from None
+        return result if entry.step_rule is not None and not entry.user else settle_user(result, entry)
+
+    if settings.timeout is None:
+        result = run()
+    else:
+        result = run_with_budget(entry.name, entry.claim, run, settings.timeout, settings.rlimit, _crash(entry))
     if result.claim != entry.claim:
         raise AssertionError(f"{entry.name}: prover reported claim {result.claim!r}, entry says {entry.claim!r}")
     return result
@@ -242,4 +323,4 @@ def prove_rule(rule: str | StepRule | CatalogueEntry, settings: Settings = Setti
 
 def prove_all(settings: Settings = Settings()) -> list[ProofResult]:
     """Every catalogue rule, in catalogue order."""
-    return [entry.prove(settings) for entry in catalogue()]
+    return [prove_entry(entry, settings) for entry in catalogue()]

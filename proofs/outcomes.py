@@ -9,8 +9,11 @@
   ``params`` and rule-specific ``extra`` data (documented on the class).
 * :class:`WorstCase` - the largest TV found over the simplex for a small ``n``, with a certified upper
   bound where the solver gave one.
-* :class:`ProofResult` - one catalogue rule's verdict with all of the above, plus solver versions and
-  limits; :meth:`ProofResult.as_json` writes exact values as ``"num/den"`` strings.
+* :class:`ProofResult` - one catalogue rule's verdict with all of the above, its ``scope`` (``"every n"``,
+  ``"n = 2..4 (bounded)"``, the witness's size) and the :class:`Assumption` s it rests on, plus solver
+  versions and limits; :meth:`ProofResult.as_json` writes exact values as ``"num/den"`` strings.
+
+``BOUNDED`` means every obligation held, but some only for the sizes in the scope: never PROVED.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ __all__ = [
     "Verdict",
     "Basis",
     "Obligation",
+    "Assumption",
     "Counterexample",
     "WorstCase",
     "ProofResult",
     "DEFAULT_RLIMIT",
+    "DEFAULT_TIMEOUT",
     "solver_versions",
     "fraction_string",
     "exact_json",
@@ -37,6 +42,9 @@ __all__ = [
 
 DEFAULT_RLIMIT = 20_000_000
 """z3 resource limit per solver check (deterministic, unlike a wall-clock timeout)."""
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one rule may take in ``specproof prove`` (a child process, stopped at expiry)."""
 
 
 class Verdict(str, enum.Enum):
@@ -60,7 +68,10 @@ class Basis(str, enum.Enum):
 
 
 def combine(verdicts: Any) -> Verdict:
-    """Verdict of a conjunction of obligations: REFUTED beats VACUOUS beats INCONCLUSIVE beats PROVED."""
+    """Verdict of a conjunction of obligations: REFUTED beats VACUOUS beats INCONCLUSIVE beats PROVED.
+
+    A structured prover's summary only; the verdict a user sees comes from
+    :func:`specproof.proofs.verdicts.decide` (which also weighs basis and witnesses)."""
     verdicts = list(verdicts)
     for v in (Verdict.REFUTED, Verdict.VACUOUS, Verdict.INCONCLUSIVE):
         if v in verdicts:
@@ -117,6 +128,17 @@ class Obligation:
         return {"name": self.name, "statement": self.statement, "verdict": self.verdict.value,
                 "method": self.method, "seconds": round(self.seconds, 4), "detail": self.detail,
                 "basis": self.basis.value, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A statement a verdict rests on without a machine check here, and where it comes from."""
+
+    statement: str
+    source: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"statement": self.statement, "source": self.source}
 
 
 @dataclass(frozen=True)
@@ -196,6 +218,8 @@ class ProofResult:
     reason: str = ""
     obligations: tuple[Obligation, ...] = ()
     notes: tuple[str, ...] = ()
+    scope: str = ""
+    assumptions: tuple[Assumption, ...] = ()
 
     @property
     def expected(self) -> Verdict:
@@ -226,4 +250,6 @@ class ProofResult:
             "reason": self.reason,
             "obligations": [o.as_json() for o in self.obligations],
             "notes": list(self.notes),
+            "scope": self.scope or self.n,
+            "assumptions": [a.as_json() for a in self.assumptions],
         }

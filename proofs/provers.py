@@ -1,38 +1,35 @@
-"""Proving or refuting one rule: the strategy shared by the catalogue and by user rules.
+"""Proving or refuting one rule: the pipeline shared by the catalogue and by user rules.
 
-For a :class:`~specproof.proofs.rules.StepRule` (:func:`prove_step_rule`):
+For a :class:`~specproof.proofs.rules.StepRule`, :func:`prove_step_rule` is one pass:
 
-1. the every-``n`` proof (:func:`~specproof.proofs.every_size.prove_every_size`); when it succeeds,
-   the direct z3 cross-check over ``n = 2..4``, the K-token exhaustive check and, for rules with an
-   acceptance test, the measure lemma and its finite-grid notes are added: PROVED for all ``n``;
-2. otherwise an exact counterexample search (seeds, then rational grids): REFUTED with the
-   counterexample and the worst-case drift;
-3. otherwise the direct z3 check for ``n = 2..4``: PROVED for those sizes, REFUTED when a counter-model
-   survives exact re-evaluation, else INCONCLUSIVE (never counted as proved).
+1. :func:`~specproof.proofs.obligations.step_evidence` - the rule's goals (well-formedness, the
+   acceptance test's law, the output law), each with the evidence the engines found;
+2. :func:`~specproof.proofs.verdicts.decide` - the verdict, its scope and its assumptions, from all
+   of that evidence at once;
+3. for a REFUTED output law, the worst-case drift (:func:`drift`); for rules with an acceptance test,
+   the finite-grid notes (:func:`grid_notes`).
 
-:func:`refutation` is step 2 for any :class:`~specproof.proofs.search.PairLaw`.
+:func:`refutation` is the witness search for any :class:`~specproof.proofs.search.PairLaw` (rules
+with other structure); it too only gathers evidence and lets :func:`decide` speak.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-import z3
-
 from .backends.exact import ExactArith
-from .backends.z3_backend import Z3Arith
-from .every_size import direct_check, prove_every_size
-from .outcomes import DEFAULT_RLIMIT, Obligation, ProofResult, Verdict, WorstCase, combine, solver_versions
-from .rules import StepRule, step_law
-from .search import PairLaw, evaluate, find_counterexample, project_to_simplex, simplex_grid, worst_case
-from .solving import check_z3
-from .theorems import sequence_exactness
+from .obligations import step_evidence, step_pair_law
+from .outcomes import DEFAULT_RLIMIT, DEFAULT_TIMEOUT, Obligation, ProofResult, Verdict, WorstCase, solver_versions
+from .rules import StepRule
+from .search import PairLaw, find_counterexample, simplex_grid, worst_case
+from .verdicts import Goal, decide
 
-__all__ = ["Settings", "step_pair_law", "prove_step_rule", "refutation", "drift", "measure_obligation",
-           "grid_acceptance", "grid_notes"]
+__all__ = ["Settings", "step_pair_law", "prove_step_rule", "refutation", "drift", "grid_acceptance",
+           "grid_notes", "DEFAULT_TIMEOUT"]
 
 GRID_BITS = (8, 24)
 """Uniform grids for the notes: 2^-8 (bfloat16 uniforms on CPU) and 2^-24 (float32)."""
@@ -40,16 +37,18 @@ GRID_BITS = (8, 24)
 
 @dataclass(frozen=True)
 class Settings:
-    """Solver limit per check and whether to compute worst-case drift for refuted rules."""
+    """Solver limit per check, whether to compute worst-case drift for refuted rules, and the time
+    budget per rule in seconds (None: run in this process without a limit)."""
 
     rlimit: int = DEFAULT_RLIMIT
     drift: bool = True
+    timeout: float | None = None
 
-
-def step_pair_law(rule: StepRule) -> PairLaw:
-    """A step rule's output law against the target ``p``."""
-    return PairLaw(rule.name, ("p", "q"), lambda ar, laws: step_law(ar, rule, laws["p"], laws["q"]).output,
-                   lambda ar, laws: laws["p"])
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            from .errors import SpecproofInputError
+            raise SpecproofInputError("timeout", f"{self.timeout} is not a positive finite number of seconds",
+                                      "pass e.g. 120")
 
 
 def _auto_den(law: PairLaw, n: int, cap: int) -> int | None:
@@ -80,32 +79,28 @@ def refutation(name: str, claim: str, law: PairLaw, settings: Settings, start: f
                seeds: Iterable[Mapping[str, Any]] = (), sizes: Iterable[int] = (2, 3),
                obligations: Iterable[Obligation] = (), notes: Iterable[str] = (),
                certify: bool = True, drift_sizes: Iterable[int] = (2, 3),
-               drift_caps: tuple[int, int] = (2500, 1000)) -> ProofResult | None:
-    """REFUTED with an exact counterexample and the worst-case drift, or None if none was found."""
+               drift_caps: tuple[int, int] = (2500, 1000)) -> ProofResult:
+    """The exact witness search as evidence: REFUTED with the counterexample and the worst-case
+    drift, else INCONCLUSIVE (no counterexample on the grids is not a proof of exactness)."""
+    sizes = tuple(sizes)
     found = find_counterexample(law, seeds=seeds, sizes=sizes)
-    if found is None:
-        return None
-    worst = drift(law, settings, certify=certify, sizes=drift_sizes, caps=drift_caps) if settings.drift else ()
-    obligation = Obligation("counterexample", "output law != target law at an exact point", Verdict.REFUTED,
-                            "exact evaluation", 0.0, f"TV = {found.tv}")
-    return ProofResult(rule=name, claim=claim, verdict=Verdict.REFUTED, method="exact counterexample search",
-                       n=str(len(found.p)), seconds=time.perf_counter() - start,
-                       versions=solver_versions(settings.rlimit), counterexample=found, worst_case=worst,
-                       obligations=tuple(obligations) + (obligation,), notes=tuple(notes))
-
-
-def measure_obligation(rule: StepRule, rlimit: int) -> Obligation:
-    """For ``u`` in ``[0, 1)``, ``p >= 0``, ``q > 0``: ``u < A => test`` and ``u > A => not test``, so
-    ``{u : test}`` is ``[0, A)`` up to the single point ``A`` and has Lebesgue measure ``A``."""
-    ar = Z3Arith()
-    u, p, q = ar.real("u"), ar.real("p"), ar.real("q")
-    accept = rule.acceptance(ar, p, q)
-    test = rule.acceptance_test(ar, u, p, q)  # type: ignore[misc]
-    goal = z3.And(z3.Implies(u < accept, test), z3.Implies(u > accept, z3.Not(test)))
-    return check_z3(f"measure ({rule.name})",
-                    "{u in [0,1): test(u)} equals [0, A) up to the point u = A, so P(test) = A = min(1, p/q) "
-                    "for q > 0 (q = 0 is never proposed)", ar, [u >= 0, u < 1, p >= 0, p <= 1, q > 0, q <= 1],
-                    goal, rlimit=rlimit, method="z3 pointwise").obligation
+    evidence = tuple(obligations)
+    if found is not None:
+        evidence += (Obligation("counterexample", "output law != target law at an exact point", Verdict.REFUTED,
+                                "exact evaluation", 0.0, f"TV = {found.tv}"),)
+    else:
+        evidence += (Obligation("counterexample search", f"output law != target law on the grids, n in {sizes}",
+                                Verdict.INCONCLUSIVE, "exact evaluation", 0.0,
+                                "no counterexample on the searched grids (not a proof of exactness)"),)
+    decision = decide([Goal("output law", evidence)], witness=found)
+    worst = drift(law, settings, certify=certify, sizes=drift_sizes, caps=drift_caps) \
+        if settings.drift and found is not None else ()
+    return ProofResult(rule=name, claim=claim, verdict=decision.verdict, method="exact counterexample search",
+                       n=str(len(found.p)) if found else ",".join(map(str, sizes)),
+                       seconds=time.perf_counter() - start, versions=solver_versions(settings.rlimit),
+                       counterexample=found, worst_case=worst, obligations=evidence, notes=tuple(notes),
+                       reason=decision.reason if found is None else "", scope=decision.scope,
+                       assumptions=decision.assumptions)
 
 
 def grid_acceptance(rule: StepRule, p: Fraction, q: Fraction, bits: int) -> Fraction:
@@ -138,55 +133,32 @@ def grid_notes(rule: StepRule) -> list[str]:
     return notes
 
 
-def _direct_sizes(rule: StepRule, settings: Settings, start: float, obligations: list[Obligation]) -> ProofResult:
-    verdicts = []
-    law = step_pair_law(rule)
-    for n in (2, 3, 4):
-        ob, refuted = direct_check(rule, n, rlimit=settings.rlimit, hint=False)
-        obligations.append(ob)
-        verdicts.append(ob.verdict)
-        if refuted is not None:
-            point = {"p": project_to_simplex(refuted.p), "q": project_to_simplex(refuted.q)}
-            found = evaluate(law, point)
-            if found.tv > 0:
-                worst = drift(law, settings) if settings.drift else ()
-                return ProofResult(rule.name, rule.claim, Verdict.REFUTED, "z3 counter-model, re-checked exactly",
-                                   str(n), time.perf_counter() - start, solver_versions(settings.rlimit), found,
-                                   worst, obligations=tuple(obligations))
-            verdicts[-1] = Verdict.INCONCLUSIVE
-    verdict = combine(verdicts)
-    return ProofResult(rule.name, rule.claim, verdict, "z3 direct", "2..4", time.perf_counter() - start,
-                       solver_versions(settings.rlimit), obligations=tuple(obligations),
-                       reason="" if verdict == Verdict.PROVED else "direct z3 check did not settle every size")
+_METHOD = {"every n": "every n: z3 + sympy lemmas, sums abstracted; z3 direct n=2..4 cross-check",
+           "bounded": "z3 direct over n symbolic tokens (bounded)"}
 
 
 def prove_step_rule(rule: StepRule, settings: Settings = Settings(), *,
                     seeds: Iterable[Mapping[str, Any]] = ()) -> ProofResult:
-    """Prove a single-step rule exact for every ``n``, or refute it with an exact counterexample."""
+    """Prove a single-step rule exact for every ``n``, bound it, or refute it with an exact witness."""
     start = time.perf_counter()
-    verdict, obligations, reason = prove_every_size(rule, rlimit=settings.rlimit)
-    if verdict == Verdict.PROVED:
-        f1 = all(o.verdict == Verdict.PROVED for o in obligations if o.name.startswith("F1"))
-        for n in (2, 3, 4):
-            obligations.append(direct_check(rule, n, rlimit=settings.rlimit, hint=f1)[0])
-        obligations.append(sequence_exactness(rule))
-        notes: list[str] = []
-        if rule.acceptance_test is not None:
-            obligations.append(measure_obligation(rule, settings.rlimit))
-            notes = grid_notes(rule)
-        cross = combine(o.verdict for o in obligations)
-        if cross == Verdict.PROVED:
-            return ProofResult(rule.name, rule.claim, Verdict.PROVED,
-                               "every n: z3 + sympy lemmas, sums abstracted; z3 direct n=2..4", "all",
-                               time.perf_counter() - start, solver_versions(settings.rlimit),
-                               obligations=tuple(obligations), notes=tuple(notes))
-        reason = "; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED)
-        if cross != Verdict.REFUTED:
-            return ProofResult(rule.name, rule.claim, cross, "every n + cross-checks", "all",
-                               time.perf_counter() - start, solver_versions(settings.rlimit),
-                               obligations=tuple(obligations), reason=reason, notes=tuple(notes))
-    refuted = refutation(rule.name, rule.claim, step_pair_law(rule), settings, start, seeds=seeds,
-                         obligations=obligations, notes=[f"every-n route: {reason}"] if reason else [])
-    if refuted is not None:
-        return refuted
-    return _direct_sizes(rule, settings, start, list(obligations))
+    ev = step_evidence(rule, settings.rlimit, seeds)
+    decision = decide(ev.goals, witness=ev.witness, checks=ev.checks)
+    obligations = tuple(o for g in ev.goals for o in g.obligations) + tuple(ev.checks) + tuple(ev.shown)
+    notes = list(ev.notes)
+    if rule.acceptance_test is not None and decision.verdict in (Verdict.PROVED, Verdict.BOUNDED):
+        notes += grid_notes(rule)
+    worst: tuple[WorstCase, ...] = ()
+    if decision.verdict == Verdict.REFUTED and ev.witness_law is not None and settings.drift:
+        worst = drift(ev.witness_law, settings)
+    if decision.verdict == Verdict.REFUTED:
+        method = f"exact witness ({ev.witness_kind})"
+        n = str(len(ev.witness.p)) if ev.witness else ""
+    elif decision.verdict == Verdict.BOUNDED:
+        method, n = _METHOD["bounded"], "2..4"
+    else:
+        method, n = _METHOD["every n"], "all" if decision.verdict == Verdict.PROVED else "none"
+    return ProofResult(rule.name, rule.claim, decision.verdict, method, n, time.perf_counter() - start,
+                       solver_versions(settings.rlimit), counterexample=ev.witness, worst_case=worst,
+                       reason=decision.reason if decision.verdict != Verdict.PROVED else "",
+                       obligations=obligations, notes=tuple(notes), scope=decision.scope,
+                       assumptions=decision.assumptions)

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Any, Callable, Literal
 
 from .arith import Arith
+from .errors import SpecproofInputError
 
 __all__ = [
     "StepRule",
@@ -305,11 +306,11 @@ _STEP_RULES: dict[str, StepRule] = {}
 def register_step_rule(rule: StepRule) -> StepRule:
     """Add a rule to the catalogue; names are unique."""
     if not isinstance(rule, StepRule):
-        raise TypeError(f"rule must be a StepRule, got {type(rule).__name__}")
+        raise SpecproofInputError("rule", f"{type(rule).__name__} is not a StepRule", "pass a StepRule(...)")
     if rule.name in _STEP_RULES:
-        raise ValueError(f"rule: a step rule named {rule.name!r} is already registered - pick another name")
+        raise SpecproofInputError("rule", f"a step rule named {rule.name!r} is already registered", "pick another name")
     if rule.claim not in ("exact", "not-exact"):
-        raise ValueError(f"rule.claim: {rule.claim!r} is not 'exact' or 'not-exact'")
+        raise SpecproofInputError("rule.claim", f"{rule.claim!r} is not 'exact' or 'not-exact'", "use one of those")
     _STEP_RULES[rule.name] = rule
     return rule
 
@@ -332,4 +333,4 @@ def get_step_rule(name: str | StepRule) -> StepRule:
         return _STEP_RULES[name]
     except KeyError:
         known = ", ".join(sorted(_STEP_RULES))
-        raise ValueError(f"rule: unknown step rule {name!r} - choose one of: {known}") from None
+        raise SpecproofInputError("rule", f"unknown step rule {name!r}", f"choose one of: {known}") from None

@@ -1,5 +1,6 @@
 """User rules, broken copies of proved rules, and the `specproof prove` command."""
 
+import importlib
 import json
 from fractions import Fraction as F
 
@@ -91,7 +92,7 @@ def test_broken_user_file_is_a_usage_error(tmp_path):
     floats = tmp_path / "floats.py"
     floats.write_text("from specproof.proofs import StepRule\n"
                       "bad = StepRule('bad', 'exact', '', lambda ar, p, q: ar.const(0.5), lambda ar, p, q: p)\n")
-    with pytest.raises(SpecproofInputError, match="evaluating"):
+    with pytest.raises(SpecproofInputError, match="ar.const got a float"):
         load_user_rule(f"{floats}:bad")
 
 
@@ -143,8 +144,105 @@ def test_cli_json_path_that_is_a_directory(run_cli, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_all(run_cli, tmp_path):
+def test_cli_all(run_cli, tmp_path, capsys):
     out = tmp_path / "all.json"
-    assert run_cli(["prove", "--all", "--json", str(out)]) == 0
+    code = run_cli(["prove", "--all", "--accept-bounded", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split()[:4] == ["rule", "claim", "verdict", "scope"]
     data = json.loads(out.read_text())
-    assert len(data["results"]) >= 26 and len(data["theorems"]) == 7 and not data["summary"]["unexpected"]
+    assert len(data["results"]) >= 26 and len(data["theorems"]) == 7
+    assert code == (1 if data["summary"]["unexpected"] else 0)
+    for r in data["results"] + data["theorems"]:
+        assert r["scope"] and isinstance(r["assumptions"], list)
+        assert r["verdict"] in ("PROVED", "BOUNDED") if r["claim"] != "not-exact" else r["verdict"] == "REFUTED"
+    assert {r["rule"]: r["verdict"] for r in data["results"]}["canonical"] == "PROVED"
+
+
+BOUNDED_FILE = '''
+from specproof.proofs import StepRule
+
+def acceptance(ar, p, q):
+    return ar.minimum(ar.one, ar.safe_div(p, q, ar.zero))
+
+def scaled(ar, p, q):  # exact after normalisation, but q A + w = p fails: no every-n proof
+    return ar.mul(ar.const(2), ar.relu(ar.sub(p, q)))
+
+def hang(ar, p, q):
+    while True:
+        ar.add(p, q)
+
+calls = [0]
+
+def hang_later(ar, p, q):  # returns on the first calls (the load-time evaluation), then hangs
+    calls[0] += 1
+    if calls[0] > 3:
+        hang(ar, p, q)
+    return acceptance(ar, p, q)
+
+bounded = StepRule(name="scaled", claim="exact", description="", acceptance=acceptance, residual_weight=scaled)
+hangs = StepRule(name="hangs", claim="exact", description="", acceptance=acceptance, residual_weight=scaled,
+                 acceptance_test=lambda ar, u, p, q: hang(ar, p, q))
+hangs_later = StepRule(name="hangs-later", claim="exact", description="", acceptance=hang_later,
+                       residual_weight=scaled)
+clash = StepRule(name="canonical", claim="exact", description="", acceptance=acceptance, residual_weight=scaled)
+'''
+
+
+@pytest.fixture
+def bounded_file(tmp_path):
+    path = tmp_path / "bounded_rules.py"
+    path.write_text(BOUNDED_FILE)
+    return path
+
+
+def test_bounded_is_shown_and_never_counted_as_proved(run_cli, bounded_file, capsys, tmp_path):
+    out = tmp_path / "b.json"
+    assert run_cli(["prove", "--rule", f"{bounded_file}:bounded", "--no-drift", "--json", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "BOUNDED" in text and "n = 2..4 (bounded)" in text and "EXPECTED PROVED" in text
+    assert "PROVED " not in text.replace("EXPECTED PROVED", "")
+    result = json.loads(out.read_text())["results"][0]
+    assert result["verdict"] == "BOUNDED" and result["scope"] == "n = 2..4 (bounded)" and not result["ok"]
+    assert run_cli(["prove", "--rule", f"{bounded_file}:bounded", "--no-drift", "--accept-bounded"]) == 0
+    assert "ok (bounded)" in capsys.readouterr().out
+
+
+def test_a_hanging_rule_is_stopped_at_the_time_budget(run_cli, bounded_file, capsys, monkeypatch):
+    monkeypatch.setattr(importlib.import_module("specproof.proofs.catalogue"), "SMOKE_TIMEOUT", 2.0)
+    assert run_cli(["prove", "--rule", f"{bounded_file}:hangs"]) == 2  # hangs when first evaluated
+    assert "took more than 2 s" in capsys.readouterr().err
+
+
+def test_the_time_budget_gives_inconclusive(run_cli, bounded_file, capsys):
+    assert run_cli(["prove", "--rule", f"{bounded_file}:hangs_later", "--timeout", "3"]) == 1
+    text = capsys.readouterr().out
+    assert "INCONCLUSIVE" in text and "time budget of 3 s expired" in text
+    assert run_cli(["prove", "--rule", "canonical", "--timeout", "0.01"]) == 1
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_cli_timeout_must_be_finite_and_positive(run_cli, value, capsys):
+    assert run_cli(["prove", "--rule", "canonical", "--timeout", value]) == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_user_rule_named_like_a_catalogue_rule_is_refused(run_cli, bounded_file, capsys):
+    assert run_cli(["prove", "--rule", f"{bounded_file}:clash"]) == 2
+    err = capsys.readouterr().err
+    assert "a catalogue rule's name" in err and "Traceback" not in err
+
+
+def test_unknown_rule_in_the_api_is_an_input_error():
+    from specproof.proofs import get_step_rule
+    with pytest.raises(SpecproofInputError):
+        get_step_rule("no-such-rule")
+    with pytest.raises(SpecproofInputError):
+        prove_rule("no-such-rule")
+
+
+def test_cli_header_and_scope_column(run_cli, capsys):
+    assert run_cli(["prove", "--rule", "canonical"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:5] == ["rule", "claim", "verdict", "scope", "status"]
+    assert "PROVED       every n" in lines[1]
