@@ -44,7 +44,7 @@ __all__ = ["GenericCoordinateArith", "SympyGenericCoordinate", "prove_every_size
 
 class GenericCoordinateArith(Z3Arith):
     """A vector is the z3 term of its entry at one generic token ``x``; ``total(v)`` is a fresh real
-    (recorded with the term it sums), except ``total(p) = total(q) = 1``."""
+    (recorded with the term it sums; one per distinct term), except ``total(p) = total(q) = 1``."""
 
     name = "z3-generic-coordinate"
 
@@ -62,6 +62,9 @@ class GenericCoordinateArith(Z3Arith):
             return self.const(1)
         if not z3.is_expr(v):
             raise TypeError("a total of logarithms is not interpretable on a generic coordinate")
+        for sigma, summand in self.totals:  # the same summand has the same sum
+            if z3.eq(summand, v):
+                return sigma
         sigma = self.fresh("sum")
         self.totals.append((sigma, v))
         return sigma

@@ -23,17 +23,34 @@ Vectors must be tuples here (exact, sympy, z3 backends): zeroing one draft index
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from .arith import Arith
 from .rules import canonical_acceptance, canonical_residual_weight
 
-__all__ = ["recursive_rejection_law", "spectr_law", "spectr_instance"]
+__all__ = ["recursive_rejection_law", "rrs_level", "spectr_law", "spectr_instance"]
 
 
 def _with_zero(ar: Arith, q: tuple[Any, ...], x: int) -> tuple[Any, ...]:
     mask = tuple(ar.zero if i == x else ar.one for i in range(len(q)))
     return ar.normalise(ar.mul(q, mask))
+
+
+def rrs_level(ar: Arith, r: Any, q_i: Any, rest: Callable[[Any, Any], Any], *, replacement: bool) -> Any:
+    """One level of recursive rejection sampling with target ``r`` and draft law ``q_i``;
+    ``rest(r_next, q_next)`` is the output law of the levels after it (the induction hypothesis of
+    the proof replaces it by ``r_next``).  Without replacement the loop over drafts needs tuples."""
+    accept = canonical_acceptance(ar, r, q_i)
+    accepted = ar.mul(q_i, accept)
+    r_next = ar.normalise(canonical_residual_weight(ar, r, q_i))
+    if replacement:
+        rejection = ar.sub(ar.one, ar.total(accepted))
+        return ar.add(accepted, ar.mul(rejection, rest(r_next, q_i)))
+    out = ar.add(accepted, ar.mul(ar.sub(ar.one, ar.total(q_i)), r))  # no mass left: sample r_i
+    for x in range(len(q_i)):
+        rejected_x = ar.mul(q_i[x], ar.sub(ar.one, accept[x]))
+        out = ar.add(out, ar.mul(rejected_x, rest(r_next, _with_zero(ar, q_i, x))))
+    return out
 
 
 def recursive_rejection_law(ar: Arith, p: Any, q: Any, k: int, *, replacement: bool = True) -> Any:
@@ -44,17 +61,7 @@ def recursive_rejection_law(ar: Arith, p: Any, q: Any, k: int, *, replacement: b
     def level(r: Any, q_i: Any, i: int) -> Any:
         if i > k:
             return r
-        accept = canonical_acceptance(ar, r, q_i)
-        accepted = ar.mul(q_i, accept)
-        r_next = ar.normalise(canonical_residual_weight(ar, r, q_i))
-        if replacement:
-            rejection = ar.sub(ar.one, ar.total(accepted))
-            return ar.add(accepted, ar.mul(rejection, level(r_next, q_i, i + 1)))
-        out = ar.add(accepted, ar.mul(ar.sub(ar.one, ar.total(q_i)), r))  # no mass left: sample r_i
-        for x in range(len(q_i)):
-            rejected_x = ar.mul(q_i[x], ar.sub(ar.one, accept[x]))
-            out = ar.add(out, ar.mul(rejected_x, level(r_next, _with_zero(ar, q_i, x), i + 1)))
-        return out
+        return rrs_level(ar, r, q_i, lambda r_next, q_next: level(r_next, q_next, i + 1), replacement=replacement)
 
     return level(p, q, 1)
 

@@ -8,8 +8,9 @@ obligation carries its basis (machine, bounded, assumption with its source); the
 * block verification - for every V and K, by two inductions whose decompositions are taken from the
   paper (assumption), with the pointwise and algebraic steps machine-checked (B1-B4), plus exhaustive
   exact checks and the check vector of algorithms.md (bounded);
-* recursive rejection sampling with / without replacement - induction on the levels from T3 (the
-  level decomposition is an assumption);
+* recursive rejection sampling - induction on the levels from T3: with replacement the level step
+  is checked on :func:`~.multidraft.rrs_level` itself for every n; without replacement (a loop over
+  drafts, tuples only) it is checked at n = 2, 3 and otherwise an assumption;
 * SpecTr K-SEQ - algebra with the sums abstracted (k = 2..4 in z3, the geometric identity for
   symbolic k in sympy), existence of rho, direct z3 n = 2, 3 and exact rational instances;
 * sampler-match - a pointwise identity once ``sum q = 1``;
@@ -33,11 +34,11 @@ from .block import (Tables, block_continued_law, block_residual_weight, block_st
                     block_target_law, block_weight, expected_accepted_block)
 from .every_size import GenericCoordinateArith, prove_every_size
 from .finite_sums import sum_step
-from .multidraft import recursive_rejection_law, spectr_instance, spectr_law
+from .multidraft import recursive_rejection_law, rrs_level, spectr_instance, spectr_law
 from .outcomes import Basis, Obligation, ProofResult, Verdict, solver_versions
 from .processors import PROCESSORS, processed_law
 from .provers import Settings
-from .rules import CANONICAL
+from .rules import CANONICAL, step_law
 from .sampler_match import sampler_match_law
 from .search import simplex_grid
 from .sequences import ToyPair, round_law
@@ -182,16 +183,36 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
     start = time.perf_counter()
     name = "rrs-with-replacement" if replacement else "rrs-without-replacement"
     obligations = [_t3_premise(settings.rlimit)]
-    # The former z3 "induction step" (a + R r' = r, L_j = r' |- a + sum_j b_j L_j = r) followed from its
-    # hypotheses by rewriting alone; the decomposition it encoded is stated as an assumption.
-    obligations.append(assumption(
-        "RRS induction on levels", "level i has output a(x) + sum_j rejected_j L_j(x), where branch j (draft "
-        "j rejected; one branch with replacement) continues with levels i+1..k, whose output law is "
-        "r_{i+1} for ANY draft law by the hypothesis (L_j = r_{i+1}); by T3 (premise above), "
-        "a + (sum_j rejected_j) r_{i+1} = r_i. Base: after k rejections r_{k+1} is sampled. Not checked "
-        "against recursive_rejection_law for every k (only by the bounded checks below)",
-        "Miao et al. 2024 (SpecInfer), recursive rejection sampling: each level is a canonical step "
-        "whose residual is the next level's target"))
+    # (the former z3 "induction step", a + R r' = r and L_j = r' |- a + sum_j b_j L_j = r, followed from
+    # its hypotheses by rewriting alone and never looked at recursive_rejection_law)
+    hypothesis = "the remaining levels output their own target r_{i+1} for ANY draft law (induction on the " \
+                 "levels from the last; base: after k rejections recursive_rejection_law samples r_{k+1})"
+    if replacement:
+        gar = GenericCoordinateArith()
+        level = rrs_level(gar, gar.p, gar.q, lambda r_next, q_next: r_next, replacement=True)
+        step = step_law(gar, CANONICAL, gar.p, gar.q).output
+        obligations.append(check_z3(
+            "RRS level step (every n)", f"with {hypothesis}, level i's output (rrs_level itself, on a generic "
+            "coordinate) equals the canonical step's output with target r_i and draft q, which is r_i by T3",
+            gar, [gar.p >= 0, gar.p <= 1, gar.q >= 0, gar.q <= 1], level == step, rlimit=settings.rlimit,
+            method="z3 pointwise, sums abstracted").obligation)
+    else:
+        obligations.append(assumption(
+            "RRS level step (without replacement)", f"with {hypothesis}, level i's output is a + "
+            "(1 - sum q_i) r_i + sum_x rejected_x r_{i+1} = a + (sum_x rejected_x) r_{i+1} (linearity; "
+            "sum q_i = 1), the canonical step's output, so r_i by T3. The loop over drafts x needs tuples, "
+            "so this reading of rrs_level is checked only at n = 2, 3 (bounded, below)",
+            "Miao et al. 2024 (SpecInfer), recursive rejection sampling: each level is a canonical step "
+            "whose residual is the next level's target"))
+        for n in (2, 3):
+            dar = Z3Arith()
+            p, q = dar.vector("p", n), dar.vector("q", n)
+            level = rrs_level(dar, p, q, lambda r_next, q_next: r_next, replacement=False)
+            step = step_law(dar, CANONICAL, p, q).output
+            obligations.append(bounded(check_z3(
+                f"RRS level step n={n}", f"with {hypothesis}: rrs_level's output == the canonical step's", dar,
+                [dar.simplex(p), dar.simplex(q)], dar.all_of(a == b for a, b in zip(level, step)),
+                rlimit=settings.rlimit, method="z3 direct").obligation))
     for n in (2,):
         dar = Z3Arith()
         p, q = dar.vector("p", n), dar.vector("q", n)
@@ -215,7 +236,8 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
 
     obligations.append(_exact_obligation("RRS exact grid", "output == p exactly", grid))
     return _result(name, "exact", obligations, "induction on levels from T3; z3 direct; exact grid",
-                   "all n, k (assuming the level decomposition; direct n=2, k=2; grid n<=3, k<=3)", start,
+                   "all n, k" + ("" if replacement else " (assuming the level step)")
+                   + " (direct n=2, k=2; grid n<=3, k<=3)", start,
                    settings, every_n=True)
 
 

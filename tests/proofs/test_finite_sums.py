@@ -1,0 +1,52 @@
+"""The sum facts are proved by induction on n, and the checks can fail: without their premise, or on
+a wrong level step, the same z3 checks are refuted."""
+
+import z3
+
+from specproof.proofs.every_size import GenericCoordinateArith
+from specproof.proofs.finite_sums import _Sums, linearity, monotonicity, sum_step
+from specproof.proofs.multidraft import rrs_level
+from specproof.proofs.outcomes import Basis, Verdict
+from specproof.proofs.rules import CANONICAL, step_law
+from specproof.proofs.solving import check_z3
+
+
+def test_linearity_and_monotonicity_are_proved_for_every_n():
+    for terms in (1, 2, 3):
+        o = linearity(terms)
+        assert o.verdict == Verdict.PROVED and o.basis == Basis.MACHINE, o.detail
+        assert "base n=0: PROVED" in o.detail and "step n -> n+1: PROVED" in o.detail
+    assert monotonicity().verdict == Verdict.PROVED
+    names = [o.name for o in sum_step("X", "s", "P", monotone=True)]
+    assert names == ["X (linearity)", "X (monotonicity)"]
+
+
+def test_the_induction_step_needs_its_premises():
+    z = _Sums()
+    f, s_f = z.sequence("f")
+    g, s_g = z.sequence("g")
+    defs = z.definition(f, s_f) + z.definition(g, s_g)
+    # linearity without the pointwise identity f = 2 g: refuted
+    step = check_z3("step", "", z.ar, defs + [z.n >= 0, s_f(z.n) == 2 * s_g(z.n)], s_f(z.n + 1) == 2 * s_g(z.n + 1))
+    assert step.verdict == Verdict.REFUTED
+    # monotonicity without f >= 0: refuted
+    claim = s_f(z.n + 1) >= 0
+    assert check_z3("step", "", z.ar, defs + [z.n >= 0, s_f(z.n) >= 0], claim).verdict == Verdict.REFUTED
+
+
+def test_the_rrs_level_step_is_checked_on_the_real_level_function():
+    gar = GenericCoordinateArith()
+    domain = [gar.p >= 0, gar.p <= 1, gar.q >= 0, gar.q <= 1]
+    step = step_law(gar, CANONICAL, gar.p, gar.q).output
+    right = rrs_level(gar, gar.p, gar.q, lambda r_next, q_next: r_next, replacement=True)
+    assert check_z3("ok", "", gar, domain, right == step).verdict == Verdict.PROVED
+    wrong = rrs_level(gar, gar.p, gar.q, lambda r_next, q_next: q_next, replacement=True)
+    assert check_z3("wrong", "", gar, domain, wrong == step).verdict == Verdict.REFUTED
+
+
+def test_generic_coordinate_gives_one_sum_per_distinct_summand():
+    gar = GenericCoordinateArith()
+    a = gar.total(gar.mul(gar.p, gar.q))
+    b = gar.total(gar.mul(gar.p, gar.q))
+    c = gar.total(gar.add(gar.p, gar.q))
+    assert z3.eq(a, b) and not z3.eq(a, c)
