@@ -10,7 +10,9 @@ base case ``n = 0`` and the induction step ``n -> n + 1`` of
 * linearity (:func:`linearity`): if ``f(i) = sum_j c_j g_j(i)`` for every ``i``, then
   ``S_f(n) = sum_j c_j S_{g_j}(n)``;
 * monotonicity (:func:`monotonicity`): if ``f(i) >= 0`` for every ``i``, then ``S_f(n) >= 0`` and
-  ``f(i) <= S_f(n)`` for ``1 <= i <= n``.
+  ``f(i) <= S_f(n)`` for ``1 <= i <= n``;
+* support (:func:`support`): if ``f, g >= 0`` and ``f(i) > 0 => g(i) > 0`` for every ``i``, then
+  ``S_f(n) > 0 => S_g(n) > 0``.
 
 Base and step give the fact for every ``n`` (induction on the naturals: the one principle used and not
 itself run through a solver).  These obligations are about sequences, so they hold for every rule; what
@@ -31,7 +33,7 @@ from .backends.z3_backend import Z3Arith
 from .outcomes import DEFAULT_RLIMIT, Basis, Obligation, Verdict, combine
 from .solving import check_z3
 
-__all__ = ["linearity", "monotonicity", "sum_step"]
+__all__ = ["linearity", "monotonicity", "support", "sum_step"]
 
 
 class _Sums:
@@ -96,6 +98,25 @@ def monotonicity(*, rlimit: int = DEFAULT_RLIMIT) -> Obligation:
                     rlimit=rlimit).obligation
     return _record("monotonicity of finite sums", "f(i) >= 0 for all i => sum_{i<=n} f(i) >= 0 and "
                    "f(i) <= sum_{i<=n} f(i) for 1 <= i <= n, every n", [base, step], start)
+
+
+def support(*, rlimit: int = DEFAULT_RLIMIT) -> Obligation:
+    """``f, g >= 0`` and ``f(i) > 0 => g(i) > 0`` pointwise imply ``S_f(n) > 0 => S_g(n) > 0``, every ``n``."""
+    start = time.perf_counter()
+    z = _Sums()
+    f, s_f = z.sequence("f")
+    g, s_g = z.sequence("g")
+    premise = z.everywhere(lambda i: z3.And(f(i) >= 0, g(i) >= 0, z3.Implies(f(i) > 0, g(i) > 0)))
+
+    def claim(m: Any) -> Any:
+        return z3.And(s_g(m) >= 0, z3.Implies(s_f(m) > 0, s_g(m) > 0))
+
+    definitions = z.definition(f, s_f) + z.definition(g, s_g)
+    base = check_z3("base n=0", "", z.ar, definitions, claim(0), rlimit=rlimit).obligation
+    step = check_z3("step n -> n+1", "", z.ar, definitions + [premise, z.n >= 0, claim(z.n)], claim(z.n + 1),
+                    rlimit=rlimit).obligation
+    return _record("support of finite sums", "f, g >= 0 and f(i) > 0 => g(i) > 0 for all i => "
+                   "(sum_{i<=n} f(i) > 0 => sum_{i<=n} g(i) > 0), every n", [base, step], start)
 
 
 def sum_step(name: str, statement: str, premises: str, *, terms: int = 2, monotone: bool = False,

@@ -33,10 +33,10 @@ from .backends.z3_backend import Z3Arith
 from .block import (Tables, block_continued_law, block_residual_weight, block_stop_probability,
                     block_target_law, block_weight, expected_accepted_block)
 from .every_size import GenericCoordinateArith, prove_every_size
-from .finite_sums import sum_step
+from .finite_sums import sum_step, support
 from .multidraft import recursive_rejection_law, rrs_level, spectr_instance, spectr_law
 from .outcomes import Basis, Obligation, ProofResult, Verdict, solver_versions
-from .processors import PROCESSORS, processed_law
+from .processors import PROCESSORS, processed_law, temperature_half
 from .provers import Settings
 from .rules import CANONICAL, step_law
 from .sampler_match import sampler_match_law
@@ -363,6 +363,9 @@ def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResul
     start = time.perf_counter()
     proc = PROCESSORS[processor]
     obligations = [_t3_premise(settings.rlimit)]
+    every_n = processor == "temperature-half"
+    if every_n:
+        obligations += _temperature_is_a_law(settings.rlimit)
     for n in (2, 3):
         dar = Z3Arith()
         v = dar.vector("v", n)
@@ -386,5 +389,32 @@ def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResul
     obligations.append(_exact_obligation("P exact grid", "output == P(p)", grid))
     return _result(f"processor-both-sides:{processor}", "exact", obligations,
                    "T3 on the processed pair; z3 direct; exact grid",
+                   "all (T3; the processor maps laws to laws for every n); grid n <= 4" if every_n else
                    "n <= 4 (T3 holds for every n, but that the processor maps laws to laws is checked at "
-                   "n = 2, 3 only; grid n <= 4)", start, settings, every_n=False)
+                   "n = 2, 3 only; grid n <= 4)", start, settings, every_n=every_n)
+
+
+def _temperature_is_a_law(rlimit: int) -> list[Obligation]:
+    """``P(v) = norm(v^2)`` maps a law to a law, every n: on a generic coordinate (``S = sum_x v(x)^2``)
+    ``P(v)(x) = c v(x)^2 >= 0`` with ``c = 1/S`` (0 if ``S = 0``); by linearity ``sum_x P(v) = c S``;
+    since ``v(x) > 0 => v(x)^2 > 0`` and ``sum v = 1 > 0``, ``S > 0`` (support), so ``c S = 1``."""
+    gar = GenericCoordinateArith()
+    v = gar.p
+    out = temperature_half(gar, v)
+    (big_s, _), = gar.totals
+    c = z3.If(big_s == 0, gar.const(0), 1 / big_s)
+    domain = [v >= 0, v <= 1, big_s >= 0]
+    obligations = [check_z3("P pointwise", "temperature-half: P(v)(x) = c v(x)^2 >= 0, c = 1/S (0 if S = 0), "
+                            "S = sum_y v(y)^2 >= 0, on the processor itself", gar, domain,
+                            z3.And(out == c * v * v, out >= 0), rlimit=rlimit, method="z3 pointwise").obligation,
+                   check_z3("P support", "v(x)^2 >= 0 and v(x) > 0 => v(x)^2 > 0", gar, [v >= 0],
+                            z3.And(v * v >= 0, z3.Implies(v > 0, v * v > 0)),
+                            rlimit=rlimit, method="z3 pointwise").obligation]
+    obligations += sum_step("P sum step", "sum_x P(v)(x) = c S; sum_x v^2 >= 0", "P pointwise", terms=1,
+                            monotone=True, rlimit=rlimit)
+    sup = support(rlimit=rlimit)
+    obligations.append(Obligation("P sum step (support)", f"sum v = 1 > 0 => S > 0, by: {sup.statement}",
+                                  sup.verdict, sup.method, sup.seconds, sup.detail, Basis.MACHINE))
+    obligations.append(check_z3("P law (every n)", "c S = 1 given S > 0: P(v) sums to 1", gar, [big_s > 0],
+                                c * big_s == 1, rlimit=rlimit, method="z3, sums abstracted").obligation)
+    return obligations

@@ -50,3 +50,27 @@ def test_generic_coordinate_gives_one_sum_per_distinct_summand():
     b = gar.total(gar.mul(gar.p, gar.q))
     c = gar.total(gar.add(gar.p, gar.q))
     assert z3.eq(a, b) and not z3.eq(a, c)
+
+
+def test_support_fact_and_its_premise():
+    from specproof.proofs.finite_sums import support
+
+    assert support().verdict == Verdict.PROVED
+    z = _Sums()
+    f, s_f = z.sequence("f")
+    g, s_g = z.sequence("g")
+    defs = z.definition(f, s_f) + z.definition(g, s_g)
+    nonneg = z.everywhere(lambda i: z3.And(f(i) >= 0, g(i) >= 0))  # no "f > 0 => g > 0": refuted
+    claim = lambda m: z3.And(s_g(m) >= 0, z3.Implies(s_f(m) > 0, s_g(m) > 0))  # noqa: E731
+    assert check_z3("step", "", z.ar, defs + [nonneg, z.n >= 0, claim(z.n)], claim(z.n + 1)).verdict == Verdict.REFUTED
+
+
+def test_processor_both_sides_scopes():
+    from specproof.proofs.provers import Settings
+    from specproof.proofs.structured import prove_processor_both_sides
+
+    temperature = prove_processor_both_sides(Settings(), "temperature-half")
+    assert temperature.verdict == Verdict.PROVED and temperature.n.startswith("all")
+    assert any(o.name == "P law (every n)" and o.basis == Basis.MACHINE for o in temperature.obligations)
+    top_k = prove_processor_both_sides(Settings(), "top-k-2")
+    assert top_k.verdict == Verdict.BOUNDED and not top_k.n.startswith("all")
