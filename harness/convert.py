@@ -3,7 +3,9 @@
 Every float is a dyadic rational ``m * 2^e``: :func:`to_exact` returns it exactly as a
 :class:`~fractions.Fraction` (never through float arithmetic), and :func:`dyadic_array` returns a whole
 array as integers over one common power of two for the vectorised fast path.  Exact inputs (int,
-Fraction, sympy Rational) pass through unchanged.  NaN and infinities are refused.
+Fraction, sympy Rational) pass through unchanged.  NaN and infinities are refused.  The other way,
+:func:`round_to_dtype` rounds a law to a dtype as a runtime receives it (one correct rounding of each
+exact value, torch's conversion for floats).
 
 ``DTYPES`` is the single table of per-dtype facts that every derived tolerance starts from.
 """
@@ -27,6 +29,7 @@ __all__ = [
     "dtype_name",
     "dyadic_array",
     "is_exact_input",
+    "round_to_dtype",
     "to_exact",
 ]
 
@@ -227,3 +230,66 @@ def dyadic_array(x: Any, argument: str = "value") -> tuple[np.ndarray, int, str]
     shift = np.where(nonzero, exponent - low, 0)
     nums = ints.astype(object) << shift.astype(object)
     return nums, low, name
+
+
+# -- rounding to a dtype -------------------------------------------------------------------------
+
+def _round_fraction(x: Fraction, info: DtypeInfo, argument: str) -> Fraction:
+    """``x`` rounded to the nearest value of the dtype (ties to even), exactly."""
+    if x == 0:
+        return x
+    n, d = x.numerator, x.denominator
+    e = n.bit_length() - d.bit_length()
+    if (n << max(0, -e)) < (d << max(0, e)):
+        e -= 1  # now 2^e <= x < 2^(e+1)
+    quantum = Fraction(2) ** max(e - info.precision + 1, info.min_exponent)
+    value = round(x / quantum) * quantum  # Fraction.__round__ rounds half to even
+    if value >= Fraction(2) ** (info.max_exponent + 1):
+        raise SpecproofInputError(argument, f"value {float(x):.3g} overflows {info.name}",
+                                  "pass probabilities")
+    return value
+
+
+def round_to_dtype(x: Any, dtype: Any, argument: str = "value") -> Any:
+    """A 1-D law as a CPU tensor of ``dtype``, rounded as a runtime receives it.
+
+    Exact values (ints, Fractions, sympy Rationals): one correct rounding each.  Float lists, numpy
+    arrays and tensors: torch's conversion ``.to(dtype)`` (the identity when already in the dtype).
+    """
+    torch = _torch()
+    from .reference import ExactVector  # local: the reference builds on this module
+    from .strategies import TORCH_DTYPES
+
+    name = dtype_name(dtype)
+    info = DTYPES[name]
+    if isinstance(x, ExactVector):
+        x = list(x)
+    if isinstance(x, (list, tuple)) and is_exact_input(x):
+        values = [_round_fraction(v, info, argument) for v in to_exact(list(x), argument)]
+        tensor = torch.tensor([float(v) for v in values], dtype=torch.float64)  # exact: v fits float64
+    elif isinstance(x, torch.Tensor):
+        tensor = x.detach().cpu()
+    elif isinstance(x, (np.ndarray, list, tuple)):
+        try:
+            tensor = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise SpecproofInputError(argument, "is not a vector of numbers",
+                                      "pass ints, Fractions, floats, a numpy array or a tensor") from None
+    else:
+        raise SpecproofInputError(argument, f"unsupported input of type {type(x).__name__}",
+                                  "pass a list, a numpy array or a torch tensor")
+    if tensor.dim() != 1 or tensor.shape[0] < 1:
+        raise SpecproofInputError(argument, f"expected a non-empty 1-D law, got shape {tuple(tensor.shape)}",
+                                  "pass one law over the vocabulary")
+    if tensor.dtype.is_complex or tensor.dtype == torch.bool:
+        raise SpecproofInputError(argument, f"is a {tensor.dtype} tensor", "pass real probabilities")
+    if not tensor.dtype.is_floating_point:
+        tensor = tensor.to(torch.float64)
+    if not bool(torch.isfinite(tensor).all()) or bool((tensor < 0).any()):
+        raise SpecproofInputError(argument, "has negative, NaN or infinite entries",
+                                  "pass non-negative finite probabilities")
+    rounded = tensor.to(TORCH_DTYPES[name])
+    if not bool((rounded > 0).any()):
+        raise SpecproofInputError(argument, f"underflows to all zeros in {name}",
+                                  "pass a law with mass representable in the dtype")
+    return rounded

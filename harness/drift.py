@@ -24,28 +24,7 @@ at ``e = 0`` it is ``2^min_exponent``, the subnormal spacing.  Maxima are exact 
 one float64 quantity (a logarithm): ``sum p^ (d - log1p d)`` with ``d`` the exact relative deviation
 rounded once, a series below ``|d| < 1e-4``: relative accuracy about 1e-9.
 
-Bounds (forward error analysis, standard model ``fl(x op y) = (x op y)(1 + th) + eta``).  Symbols:
-``u`` the unit roundoff; ``u_op = u`` for float32/float64 and ``u + u32 (1 + u)`` for half types
-(torch computes in float32 and rounds again); ``u_fn = u_out + 2 n u_acc (1 + u_out)`` for ``log``/``exp``
-(``n`` ulp in the compute dtype: 1 on CPU, 2 on CUDA; ``u_out = u`` for half types, else 0); ``s_V = (1 + gamma_{V-1}(u_acc))
-(1 + u_out) - 1`` for a float sum of ``V`` non-negative terms, any order; ``eps`` the smallest subnormal;
-``sigma = max(|S_p - 1|, |S_q - 1|)``, ``rho = max(S_p/S_q, S_q/S_p) - 1``;
-``Lambda = max (|ln p| + |ln q|)`` over tokens with ``p, q > 0`` (bounded by exponents, ``ln 2 <
-0.69314718056``); ``N_i = p^_i + q^_i``; ``Z`` the exact rejection (= residual mass); ``R`` the exact
-residual.  Per entry ``|f - e| <= B``:
-
-* accept: ``B = min(1, r_A e + eps)``, ``r_A = (1 + rho) F - 1``, ``F = 1 + u_op`` for the ratio and
-  product forms and ``(1 + u_fn) / (1 - Delta)``, ``Delta = (u_fn + u_op (1 + u_fn)) Lambda``, for the log
-  form (infinite when ``Delta >= 1``; ``form="any"`` takes the largest ``F``);
-* accepted_mass: ``B = min(r_M e + a_M, q^ (1 + sigma)(1 + u_op) + eps)`` (the cap: ``0 <= A_f <= 1``),
-  ``r_M = (1 + sigma)(1 + r_A)(1 + u_op) - 1``, ``a_M = eps (1 + sigma)(1 + u_op) + eps/2``;
-* rejection: ``B = u_op e + (1 + u_op) E_S``, ``E_S = (1 + s_V) sum B_M + s_V sum q^ A``;
-* residual: with ``b_w = sigma + u_op (1 + sigma)``, ``E_Z = 2 b_w + s_V (Z + 2 b_w)``: if ``Z > E_Z``,
-  ``B = [(1 + u_op) b_w N_i + R_i (E_Z + u_op Z)] / (Z - E_Z) + eps/2``, else ``B = 1 + u_op`` (vacuous:
-  the exact residual is not determined at this precision; ``Z = 0`` has the all-zero convention);
-* output: ``B = B_M + B_rej R_i + |rej_f| B_R + u_op |rej_f R_f| + u_op/(1 - u_op) |f| + eps/2``.
-
-The check is evaluated in float64 from correctly rounded terms and widened by ``2^-40`` relative (the
+Bounds: :mod:`.drift_bounds` (forward error analysis, per field).  The check is evaluated in float64 from correctly rounded terms and widened by ``2^-40`` relative (the
 float64 evaluation of the bound formula), far below any dtype's ulp.  Independently of any tolerance,
 every field must be exactly 0 where the exact target is 0 (``impossible_mass``): every correct formula
 keeps that in floats (``min(p, q)``, ``p/q``, ``exp(-inf)``, ``relu(0 - q)`` are exact zeros).
@@ -64,10 +43,10 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from .convert import DTYPES, DtypeInfo, dtype_name, dyadic_array, is_exact_input, to_exact
+from .convert import DTYPES, DtypeInfo, dtype_name, dyadic_array, is_exact_input, round_to_dtype, to_exact
+from .drift_bounds import ErrorModel
 from .fastexact import DVec, QVec
 from .reference import ExactReference, ExactVector, exact_reference, fraction_string
-from .strategies import TORCH_DTYPES
 
 __all__ = ["FORMS", "FIELDS", "ErrorModel", "FieldDrift", "LawDrift", "DriftResult", "measure_whitebox",
            "round_to_dtype", "ulp_histogram_edges"]
@@ -75,7 +54,6 @@ __all__ = ["FORMS", "FIELDS", "ErrorModel", "FieldDrift", "LawDrift", "DriftResu
 FORMS = ("any", "ratio", "product", "log")
 FIELDS = ("accept", "accepted_mass", "rejection", "residual", "output")
 SCHEMA = 1
-_LN2_UPPER = Fraction(69314718056, 10**11)  # > ln 2
 _BOUND_SLACK = 1 + 2.0**-40
 _HIST_UPPER = [2.0**j for j in range(-1, 21)] + [math.inf]  # ULP-error bins (0, 1/2], (1/2, 1], ...
 
@@ -87,140 +65,6 @@ def ulp_histogram_edges() -> list[float]:
 
 def _json_float(x: float) -> float | str:
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "nan")
-
-
-# -- rounding inputs ------------------------------------------------------------------------------
-
-def _round_fraction(x: Fraction, info: DtypeInfo, argument: str) -> Fraction:
-    """``x`` rounded to the nearest value of the dtype (ties to even), exactly."""
-    if x == 0:
-        return x
-    n, d = x.numerator, x.denominator
-    e = n.bit_length() - d.bit_length()
-    if (n << max(0, -e)) < (d << max(0, e)):
-        e -= 1  # now 2^e <= x < 2^(e+1)
-    quantum = Fraction(2) ** max(e - info.precision + 1, info.min_exponent)
-    value = round(x / quantum) * quantum  # Fraction.__round__ rounds half to even
-    if value >= Fraction(2) ** (info.max_exponent + 1):
-        raise SpecproofInputError(argument, f"value {float(x):.3g} overflows {info.name}",
-                                  "pass probabilities")
-    return value
-
-
-def round_to_dtype(x: Any, dtype: Any, argument: str = "value") -> torch.Tensor:
-    """A 1-D law as a CPU tensor of ``dtype``, rounded as a runtime receives it.
-
-    Exact values (ints, Fractions, sympy Rationals): one correct rounding each.  Float lists, numpy
-    arrays and tensors: torch's conversion ``.to(dtype)`` (the identity when already in the dtype).
-    """
-    name = dtype_name(dtype)
-    info = DTYPES[name]
-    if isinstance(x, ExactVector):
-        x = list(x)
-    if isinstance(x, (list, tuple)) and is_exact_input(x):
-        values = [_round_fraction(v, info, argument) for v in to_exact(list(x), argument)]
-        tensor = torch.tensor([float(v) for v in values], dtype=torch.float64)  # exact: v fits float64
-    elif isinstance(x, torch.Tensor):
-        tensor = x.detach().cpu()
-    elif isinstance(x, (np.ndarray, list, tuple)):
-        try:
-            tensor = torch.as_tensor(np.asarray(x, dtype=np.float64))
-        except (TypeError, ValueError):
-            raise SpecproofInputError(argument, "is not a vector of numbers",
-                                      "pass ints, Fractions, floats, a numpy array or a tensor") from None
-    else:
-        raise SpecproofInputError(argument, f"unsupported input of type {type(x).__name__}",
-                                  "pass a list, a numpy array or a torch tensor")
-    if tensor.dim() != 1 or tensor.shape[0] < 1:
-        raise SpecproofInputError(argument, f"expected a non-empty 1-D law, got shape {tuple(tensor.shape)}",
-                                  "pass one law over the vocabulary")
-    if not tensor.dtype.is_floating_point:
-        tensor = tensor.to(torch.float64)
-    if not bool(torch.isfinite(tensor).all()) or bool((tensor < 0).any()):
-        raise SpecproofInputError(argument, "has negative, NaN or infinite entries",
-                                  "pass non-negative finite probabilities")
-    rounded = tensor.to(TORCH_DTYPES[name])
-    if not bool((rounded > 0).any()):
-        raise SpecproofInputError(argument, f"underflows to all zeros in {name}",
-                                  "pass a law with mass representable in the dtype")
-    return rounded
-
-
-# -- the error model -----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ErrorModel:
-    """Constants of the forward error analysis (module docstring), exact rationals."""
-
-    dtype: str
-    form: str
-    vocab: int
-    u: Fraction
-    u_op: Fraction
-    u_fn: Fraction
-    sum_error: Fraction
-    subnormal: Fraction
-    sigma: Fraction
-    rho: Fraction
-    log_span: Fraction
-
-    @classmethod
-    def build(cls, dtype: str, form: str, p: torch.Tensor, q: torch.Tensor, reference: ExactReference,
-              device: torch.device) -> "ErrorModel":
-        info = DTYPES[dtype]
-        acc = DTYPES[info.accumulate]
-        u, u_acc = info.unit_roundoff, acc.unit_roundoff
-        u_out = u if info.accumulate != dtype else Fraction(0)
-        u_op = u if info.accumulate == dtype else u + u_acc * (1 + u)
-        fn_ulps = 2 if device.type == "cuda" else 1  # CUDA expf: 2 ulp; CPU SLEEF/libm log, exp: 1 ulp
-        u_fn = u_out + 2 * fn_ulps * u_acc * (1 + u_out)
-        vocab = p.shape[0]
-        sum_error = (1 + acc.gamma(max(vocab - 1, 0))) * (1 + u_out) - 1
-        s_p, s_q = (n.total for n in reference.normalisation)
-        sigma = max(abs(s_p - 1), abs(s_q - 1))
-        rho = max(s_p / s_q, s_q / s_p) - 1
-        both = (p > 0) & (q > 0)
-        span = 0
-        if bool(both.any()):
-            exps = [np.abs(np.frexp(t[both].double().numpy())[1]).astype(np.int64) + 1 for t in (p, q)]
-            span = int((exps[0] + exps[1]).max())  # |ln x| <= (|e| + 1) ln 2 for x = m 2^e, m in [1/2, 1)
-        return cls(dtype, form, vocab, u, u_op, u_fn, sum_error, info.smallest_subnormal, sigma, rho,
-                   span * _LN2_UPPER)
-
-    def accept_factor(self) -> Fraction | None:
-        """``F``: the multiplicative error of ``A`` computed from unnormalised inputs (None: unbounded)."""
-        plain = 1 + self.u_op
-        if self.form in ("ratio", "product"):
-            return plain
-        delta = (self.u_fn + self.u_op * (1 + self.u_fn)) * self.log_span
-        return None if delta >= 1 else max(plain, (1 + self.u_fn) / (1 - delta))
-
-    def accept_relative(self) -> Fraction | None:
-        """``r_A``; None when the log form's bound is vacuous (``Delta >= 1``)."""
-        factor = self.accept_factor()
-        return None if factor is None else (1 + self.rho) * factor - 1
-
-    def mass_relative(self) -> Fraction | None:
-        r_a = self.accept_relative()
-        return None if r_a is None else (1 + self.sigma) * (1 + r_a) * (1 + self.u_op) - 1
-
-    def mass_absolute(self) -> Fraction:
-        return self.subnormal * (1 + self.sigma) * (1 + self.u_op) + self.subnormal / 2
-
-    def residual_terms(self, z: Fraction) -> tuple[Fraction, Fraction, Fraction] | None:
-        """``(relative, per unit of p^ + q^, absolute)`` of the residual bound; None when vacuous."""
-        b_w = self.sigma + self.u_op * (1 + self.sigma)
-        e_z = 2 * b_w + self.sum_error * (z + 2 * b_w)
-        if z <= e_z:
-            return None
-        return ((e_z + self.u_op * z) / (z - e_z), (1 + self.u_op) * b_w / (z - e_z), self.subnormal / 2)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "form": self.form, "u": fraction_string(self.u),
-                "u_op": fraction_string(self.u_op), "u_fn": fraction_string(self.u_fn),
-                "sum_error": float(self.sum_error), "subnormal": fraction_string(self.subnormal),
-                "sigma": fraction_string(self.sigma), "rho": float(self.rho),
-                "log_span": float(self.log_span)}
 
 
 # -- exact differences -----------------------------------------------------------------------------

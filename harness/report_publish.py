@@ -93,16 +93,23 @@ def write_report(document: dict[str, Any], out: str | Path,
 
 @contextlib.contextmanager
 def _signals_deferred() -> Any:
-    """Block SIGTERM, SIGINT and SIGHUP in this thread for the block; pending ones arrive after it, so a
-    kill in the publish window leaves the new report (or the old one), never the old one only in a
-    hidden ``.NAME.*.old`` folder."""
+    """Hold SIGTERM, SIGINT and SIGHUP for the block: each one that arrives is recorded and raised again
+    after it (with the previous handlers back), so a kill in the publish window leaves the new report
+    (or the old one), never the old one only in a hidden ``.NAME.*.old`` folder.  Python runs signal
+    handlers in the main thread only; elsewhere the block runs unprotected."""
     import signal
+    import threading
 
-    blockable = hasattr(signal, "pthread_sigmask")
-    wanted = {getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, n)}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, wanted) if blockable else None
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    signums = [getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, n)]
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in signums}
     try:
         yield
     finally:
-        if blockable:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)
