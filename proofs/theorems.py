@@ -203,6 +203,28 @@ def _greedy_round(pair: ToyPair, drafts: tuple[int, ...]) -> tuple[int, ...] | N
     return emitted
 
 
+def _ranking_is_a_strict_total_order(rlimit: int) -> Obligation:
+    """``[y ahead of x]`` read off :meth:`Arith.mass_ahead` itself (weight = indicator of ``y``) over
+    three symbolic keys: irreflexive, exactly one of two distinct tokens ahead of the other, transitive."""
+    ar = Z3Arith()
+    key = ar.vector("key", 3)
+    ahead = [[None] * 3 for _ in range(3)]  # ahead[x][y] = [y ranks ahead of x]
+    for y in range(3):
+        indicator = tuple(ar.const(int(i == y)) for i in range(3))
+        for x, mass in enumerate(ar.mass_ahead(key, indicator)):
+            ahead[x][y] = mass
+    facts = [ahead[x][x] == 0 for x in range(3)]
+    facts += [ahead[x][y] + ahead[y][x] == 1 for x in range(3) for y in range(3) if x != y]
+    facts += [z3.Implies(z3.And(ahead[x][y] == 1, ahead[y][z] == 1), ahead[x][z] == 1)
+              for x, y, z in itertools.permutations(range(3))]
+    facts += [z3.Or(a == 0, a == 1) for row in ahead for a in row]
+    return check_z3("T6 ranking order", "Arith.mass_ahead ranks by a strict total order: [y ahead of x] is 0/1, "
+                    "irreflexive, exactly one of two distinct tokens is ahead of the other, and transitive; the "
+                    "relation compares only key[x], key[y] and the index order, so the triples of three symbolic "
+                    "keys (every index order) cover every n", ar, [], ar.all_of(facts), rlimit=rlimit,
+                    method="z3 on mass_ahead").obligation
+
+
 def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     obligations = []
     ar = GenericCoordinateArith(ranks=True)
@@ -211,12 +233,12 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     g = z3.If(rank == 0, ar.const(1), ar.const(0))
     facts = [ar.p >= 0, ar.q >= 0, ar.q <= 1, rank >= 0, law.residual_mass == 1,
              z3.Implies(rank == 0, law.acceptance_rate == ar.q)] + [other == rank for other, _, _ in others]
+    obligations.append(_ranking_is_a_strict_total_order(rlimit))
     obligations.append(assumption(
-        "T6 rank facts", "with ties to the lower index, ranking ahead is a strict total order on the "
-        "vocabulary, so exactly one token has rank 0 (sum_x g = 1, sum_x q g = q(argmax)) and every "
-        "mass_ahead(p, 1) call in the rule returns the same rank",
-        "order theory: a finite strict total order has exactly one maximum (Arith.mass_ahead orders by key, "
-        "then index)"))
+        "T6 rank facts", "ranking ahead being a strict total order (checked above), exactly one token has "
+        "rank 0, so g = 1[rank 0] is a one-point indicator: sum_x g = 1 and sum_x q g = q(argmax); every "
+        "mass_ahead(p, 1) call in the rule returns the same rank (a function of p)",
+        "order theory: a finite strict total order has exactly one maximum"))
     obligations.append(check_z3(
         "T6 greedy step (every n)",
         "with ties to the lower index exactly one token has rank 0 (sum_x g = 1) and sum_x q g = q(argmax): "
