@@ -49,7 +49,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _head(document: dict[str, Any]) -> str:
     prov = document["provenance"]
     git = prov.get("git", {})
-    commit = (git.get("commit") or "unknown")[:12] + ("+dirty" if git.get("dirty") else "")
+    commit = str(git.get("commit") or "unknown")[:12] + ("+dirty" if git.get("dirty") else "")
     return f"{commit} {prov.get('date', '?')} {prov.get('device')} ({document['config'].get('mode')})"
 
 

@@ -120,6 +120,13 @@ def test_bad_input_exits_with_a_message_and_leaves_files_intact(case_folder, cap
     assert _snapshot(case_folder) == before
 
 
+def test_compare_prints_odd_provenance_without_crashing(tmp_path, capsys):
+    odd = results()
+    odd["provenance"] = {"device": 3, "git": {"commit": 12345, "dirty": "maybe"}, "versions": {"torch": 2}}
+    assert main(["compare", _write_json(tmp_path, "odd.json", odd), _write_json(tmp_path, "b.json", results())]) == 0
+    assert "12345+dirty" in capsys.readouterr().out
+
+
 def test_report_without_its_extra_names_it_before_the_run(case_folder, capsys, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
