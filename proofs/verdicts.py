@@ -108,8 +108,9 @@ def settle(result: ProofResult) -> ProofResult:
     main = tuple(o for o in obligations if o.basis != Basis.BOUNDED) if claims_all and \
         len(bounded) < len(obligations) else obligations
     checks = bounded if main is not obligations else ()
-    decision = decide([Goal(result.rule, main, sizes=result.n)], witness=result.counterexample, checks=checks,
-                      every_size=EVERY_N if result.n == "all" else result.n)
+    sizes = result.n.split(" (")[0]  # the prover's own words on n, without its commentary
+    decision = decide([Goal(result.rule, main, sizes=sizes)], witness=result.counterexample, checks=checks,
+                      every_size=EVERY_N if result.n == "all" else sizes)
     reason = decision.reason if decision.verdict != Verdict.PROVED else ""
     if result.reason and decision.verdict not in (Verdict.PROVED, Verdict.BOUNDED):
         reason = f"{result.reason}; {reason}" if reason and reason not in result.reason else result.reason
