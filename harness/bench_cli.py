@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
+from .provenance import check_output_path
 
 __all__ = ["add_parser", "run"]
 
@@ -41,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     devices = ("cpu",) if args.device == "cpu" else ("cpu", "cuda")
     config = BenchConfig.quick(devices) if args.quick else BenchConfig.full(devices)
     config.validate()  # usage errors before any measurement or write
-    if args.out.exists() and not args.out.is_dir():
-        raise SpecproofInputError("--out", f"{args.out} is a file", "pass a folder (created if missing)")
+    check_output_path(args.out, "--out", folder=True)
     start = time.perf_counter()
 
     def say(message: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .provenance import provenance, write_json
+from .provenance import check_output_path, provenance, write_json
 from .reference import exact_reference
 
 __all__ = ["bench_exact_reference", "add_parser", "DEFAULT_VOCABS"]
@@ -92,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         raise SpecproofInputError("--vocab", "sizes must be at least 2", "pass sizes like 4096 262144")
     if args.repeats < 1:
         raise SpecproofInputError("--repeats", f"{args.repeats} < 1", "pass at least 1")
+    check_output_path(args.out, "--out")
     result = bench_exact_reference(tuple(args.vocab), repeats=args.repeats, seed=args.seed)
     print(f"{'V':>8} {'fast s':>9} {'plain s':>9} {'speedup':>8}  agree")
     for row in result["rows"]:
