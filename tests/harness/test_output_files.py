@@ -128,3 +128,14 @@ def test_a_folder_output_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "plain").write_text("")
     with pytest.raises(SpecproofInputError, match="is a file, not a folder"):
         check_output_path(tmp_path / "plain", "--out", folder=True)
+
+
+def test_bench_reference_refuses_a_bad_out_before_measuring(tmp_path, capsys, monkeypatch):
+    from specproof.harness import bench_reference
+    from specproof.harness.cli import main
+
+    monkeypatch.setattr(bench_reference, "bench_exact_reference",
+                        lambda *a, **k: pytest.fail("measured before checking --out"))
+    assert main(["bench-reference", "--vocab", "4", "--out", str(tmp_path / "nowhere" / "r.json")]) == 2
+    assert "--out: the folder" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
