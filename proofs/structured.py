@@ -36,14 +36,14 @@ from .every_size import GenericCoordinateArith, prove_every_size
 from .finite_sums import sum_step, support
 from .multidraft import recursive_rejection_law, rrs_level, spectr_instance, spectr_law
 from .outcomes import Basis, Obligation, ProofResult, Verdict, solver_versions
-from .processors import PROCESSORS, processed_law, temperature_half
+from .processors import PROCESSORS, processed_law
 from .provers import Settings
 from .rules import CANONICAL, step_law
 from .sampler_match import sampler_match_law
 from .search import simplex_grid
 from .sequences import ToyPair, round_law
 from .solving import check_z3, prove_by_cases
-from .theorems import assumption, bounded, scoped_verdict
+from .theorems import assumption, bounded, ranking_order, scoped_verdict
 
 __all__ = ["prove_block", "prove_recursive_rejection", "prove_spectr", "prove_sampler_match",
            "prove_processor_both_sides", "BLOCK_CHECK_VECTOR"]
@@ -363,9 +363,7 @@ def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResul
     start = time.perf_counter()
     proc = PROCESSORS[processor]
     obligations = [_t3_premise(settings.rlimit)]
-    every_n = processor == "temperature-half"
-    if every_n:
-        obligations += _temperature_is_a_law(settings.rlimit)
+    obligations += _processor_is_a_law(processor, settings.rlimit)
     for n in (2, 3):
         dar = Z3Arith()
         v = dar.vector("v", n)
@@ -389,32 +387,45 @@ def prove_processor_both_sides(settings: Settings, processor: str) -> ProofResul
     obligations.append(_exact_obligation("P exact grid", "output == P(p)", grid))
     return _result(f"processor-both-sides:{processor}", "exact", obligations,
                    "T3 on the processed pair; z3 direct; exact grid",
-                   "all (T3; the processor maps laws to laws for every n); grid n <= 4" if every_n else
-                   "n <= 4 (T3 holds for every n, but that the processor maps laws to laws is checked at "
-                   "n = 2, 3 only; grid n <= 4)", start, settings, every_n=every_n)
+                   "all (T3; the processor maps laws to laws for every n); grid n <= 4", start, settings,
+                   every_n=True)
 
 
-def _temperature_is_a_law(rlimit: int) -> list[Obligation]:
-    """``P(v) = norm(v^2)`` maps a law to a law, every n: on a generic coordinate (``S = sum_x v(x)^2``)
-    ``P(v)(x) = c v(x)^2 >= 0`` with ``c = 1/S`` (0 if ``S = 0``); by linearity ``sum_x P(v) = c S``;
-    since ``v(x) > 0 => v(x)^2 > 0`` and ``sum v = 1 > 0``, ``S > 0`` (support), so ``c S = 1``."""
-    gar = GenericCoordinateArith()
+def _processor_is_a_law(name: str, rlimit: int) -> list[Obligation]:
+    """``P(v) = norm(kept(v))`` maps a law to a law, every n, on a generic coordinate of the processor
+    itself (``S = sum_x kept(x)``): ``P(v)(x) = c kept(x) >= 0`` with ``c = 1/S`` (0 if ``S = 0``); by
+    linearity ``sum_x P(v) = c S``; and ``S > 0``, so ``c S = 1``.  ``S > 0``: for temperature
+    (``kept = v^2``) by the support fact, as ``v > 0 => v^2 > 0`` and ``sum v = 1``; for top-k / top-p the
+    argmax ``x*`` (rank 0, nothing ahead: ``mass_ahead(v, w)(x*) = 0``) is kept with ``v(x*) > 0``,
+    so ``S >= kept(x*) > 0`` by monotonicity."""
+    gar = GenericCoordinateArith(ranks=True)
     v = gar.p
-    out = temperature_half(gar, v)
-    (big_s, _), = gar.totals
+    out = PROCESSORS[name](gar, v)
+    (big_s, kept), = gar.totals
     c = z3.If(big_s == 0, gar.const(0), 1 / big_s)
     domain = [v >= 0, v <= 1, big_s >= 0]
-    obligations = [check_z3("P pointwise", "temperature-half: P(v)(x) = c v(x)^2 >= 0, c = 1/S (0 if S = 0), "
-                            "S = sum_y v(y)^2 >= 0, on the processor itself", gar, domain,
-                            z3.And(out == c * v * v, out >= 0), rlimit=rlimit, method="z3 pointwise").obligation,
-                   check_z3("P support", "v(x)^2 >= 0 and v(x) > 0 => v(x)^2 > 0", gar, [v >= 0],
-                            z3.And(v * v >= 0, z3.Implies(v > 0, v * v > 0)),
-                            rlimit=rlimit, method="z3 pointwise").obligation]
-    obligations += sum_step("P sum step", "sum_x P(v)(x) = c S; sum_x v^2 >= 0", "P pointwise", terms=1,
+    obligations = [check_z3("P pointwise", f"{name}: P(v)(x) = c kept(x), kept(x) >= 0, c = 1/S (0 if S = 0), "
+                            "S = sum_y kept(y) >= 0, on the processor itself", gar, domain,
+                            z3.And(out == c * kept, kept >= 0, out >= 0), rlimit=rlimit,
+                            method="z3 pointwise").obligation]
+    obligations += sum_step("P sum step", "sum_x P(v)(x) = c S; 0 <= kept(x) <= S", "P pointwise", terms=1,
                             monotone=True, rlimit=rlimit)
-    sup = support(rlimit=rlimit)
-    obligations.append(Obligation("P sum step (support)", f"sum v = 1 > 0 => S > 0, by: {sup.statement}",
-                                  sup.verdict, sup.method, sup.seconds, sup.detail, Basis.MACHINE))
+    if gar.ranks:
+        obligations.append(ranking_order(rlimit))
+        obligations.append(assumption(
+            "P argmax", "the ranking being a strict total order (checked), one token x* has rank 0 and nothing "
+            "ranks ahead of it, so mass_ahead(v, w)(x*) = 0 for every weight w; v(x*) >= v(y) for every y, so "
+            "v(x*) > 0 when sum v = 1", "order theory: a finite strict total order has exactly one maximum"))
+        at_top = [ahead == 0 for ahead, _, _ in gar.ranks] + [v > 0, v <= 1]
+        obligations.append(check_z3("P keeps the argmax", f"{name} keeps x*: kept(x*) = v(x*) > 0", gar, at_top,
+                                    z3.And(kept == v, kept > 0), rlimit=rlimit, method="z3 pointwise").obligation)
+    else:
+        obligations.append(check_z3("P support", "kept(x) >= 0 and v(x) > 0 => kept(x) > 0", gar, [v >= 0],
+                                    z3.And(kept >= 0, z3.Implies(v > 0, kept > 0)), rlimit=rlimit,
+                                    method="z3 pointwise").obligation)
+        sup = support(rlimit=rlimit)
+        obligations.append(Obligation("P sum step (support)", f"sum v = 1 > 0 => S > 0, by: {sup.statement}",
+                                      sup.verdict, sup.method, sup.seconds, sup.detail, Basis.MACHINE))
     obligations.append(check_z3("P law (every n)", "c S = 1 given S > 0: P(v) sums to 1", gar, [big_s > 0],
                                 c * big_s == 1, rlimit=rlimit, method="z3, sums abstracted").obligation)
     return obligations

@@ -30,7 +30,7 @@ from .search import PairLaw, find_counterexample, law_distance
 from .sequences import ToyPair, continued_law, round_law, target_law
 from .solving import check_z3, prove_by_cases
 
-__all__ = ["Theorem", "theorems", "prove_theorem", "scoped_verdict", "assumption", "bounded", "EXHAUSTIVE_SIZES"]
+__all__ = ["Theorem", "theorems", "prove_theorem", "scoped_verdict", "assumption", "bounded", "ranking_order", "EXHAUSTIVE_SIZES"]
 
 EXHAUSTIVE_SIZES = ((2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3))
 """(V, K) pairs checked by exhaustive enumeration of every sequence."""
@@ -203,7 +203,7 @@ def _greedy_round(pair: ToyPair, drafts: tuple[int, ...]) -> tuple[int, ...] | N
     return emitted
 
 
-def _ranking_is_a_strict_total_order(rlimit: int) -> Obligation:
+def ranking_order(rlimit: int) -> Obligation:
     """``[y ahead of x]`` read off :meth:`Arith.mass_ahead` itself (weight = indicator of ``y``) over
     three symbolic keys: irreflexive, exactly one of two distinct tokens ahead of the other, transitive."""
     ar = Z3Arith()
@@ -233,7 +233,7 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     g = z3.If(rank == 0, ar.const(1), ar.const(0))
     facts = [ar.p >= 0, ar.q >= 0, ar.q <= 1, rank >= 0, law.residual_mass == 1,
              z3.Implies(rank == 0, law.acceptance_rate == ar.q)] + [other == rank for other, _, _ in others]
-    obligations.append(_ranking_is_a_strict_total_order(rlimit))
+    obligations.append(ranking_order(rlimit))
     obligations.append(assumption(
         "T6 rank facts", "ranking ahead being a strict total order (checked above), exactly one token has "
         "rank 0, so g = 1[rank 0] is a one-point indicator: sum_x g = 1 and sum_x q g = q(argmax); every "

@@ -72,5 +72,9 @@ def test_processor_both_sides_scopes():
     temperature = prove_processor_both_sides(Settings(), "temperature-half")
     assert temperature.verdict == Verdict.PROVED and temperature.n.startswith("all")
     assert any(o.name == "P law (every n)" and o.basis == Basis.MACHINE for o in temperature.obligations)
-    top_k = prove_processor_both_sides(Settings(), "top-k-2")
-    assert top_k.verdict == Verdict.BOUNDED and not top_k.n.startswith("all")
+    for name in ("top-k-2", "top-p-half"):
+        top = prove_processor_both_sides(Settings(), name)
+        assert top.verdict == Verdict.PROVED and top.n.startswith("all")
+        assumed = [o for o in top.obligations if o.basis == Basis.ASSUMPTION]
+        assert [o.name for o in assumed] == ["P argmax"] and "order theory" in assumed[0].source
+        assert any("assumption: P argmax" in note for note in top.notes)
