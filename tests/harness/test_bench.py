@@ -119,7 +119,8 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     cpu = data["throughput"]["devices"]["cpu"]
     assert set(cpu) == {"V32", "V64"} and "cuda" not in data["throughput"]["devices"]
     for row in list(cpu.values()) + list(data["k_series"]["rows"].values()):
-        assert row["verdict"] == "pass" and row["rows"] == row["samples"]
+        # a throughput run is short: no drift found, with or without the power a PASS needs
+        assert row["verdict"] in ("pass", "underpowered") and row["rows"] == row["samples"]
         assert 0 < row["harness_share"] < 1 and row["rows_per_second"] > 0
     assert set(data["k_series"]["rows"]) == {"K1", "K2"}
 
