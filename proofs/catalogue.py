@@ -26,9 +26,9 @@ Write a rule in a Python file using only :class:`~specproof.proofs.arith.Arith` 
 then ``specproof prove --rule my_rule.py:my_rule`` (or :func:`prove_rule` with
 :func:`load_user_rule`).  The file is imported (its code runs).  The rule's functions receive opaque
 values (:mod:`.opaque`): only Arith operations work on them, division only as ``ar.safe_div``.  A
-name that is already in the catalogue is refused.  A :class:`CatalogueEntry` with its own ``prove``
-function is accepted too, but its obligations are the user's word, not specproof's: each is listed
-as an assumption (source: the entry's prover).
+name that is already in the catalogue is refused.  A :class:`CatalogueEntry` with only a ``prove``
+is refused (its own ``prove`` is not a proof specproof can check); one with a ``step_rule`` is proved
+as that rule.
 
 :func:`prove_entry` runs one entry under the settings' time budget (a child process) and lets
 :func:`~specproof.proofs.verdicts.decide` settle the verdict of results that structured provers
@@ -50,7 +50,7 @@ from .errors import SpecproofInputError
 from .isolation import run_in_child, run_with_budget
 from .loading import import_python_file
 from .opaque import RuleUsageError, guard_rule
-from .outcomes import Basis, ProofResult
+from .outcomes import ProofResult
 from .processors import PLACEMENTS, PROCESSORS, draft_from_r_law, processed_law
 from .provers import Settings, prove_step_rule, refutation
 from .rules import StepRule, step_law, step_rules
@@ -209,30 +209,22 @@ def load_user_rule(spec: str) -> CatalogueEntry:
 
 
 def _user_entry(obj: StepRule | CatalogueEntry, spec: str) -> CatalogueEntry:
-    """A user's rule as an entry: its name must be new, a StepRule is guarded and smoke-tested, a
-    CatalogueEntry's own obligations become assumptions (its prover is the user's, not specproof's)."""
+    """A user's rule as an entry: its name must be new; a StepRule (or an entry's ``step_rule``) is
+    guarded, smoke-tested and proved by the pipeline.  A CatalogueEntry's own ``prove`` function is
+    not a proof specproof can check, so an entry without a step rule is refused."""
     if obj.name in {e.name for e in catalogue()}:
         raise SpecproofInputError("--rule", f"{spec} is named {obj.name!r}, a catalogue rule's name",
                                   "give your rule a name of its own")
     if obj.claim not in ("exact", "not-exact"):
         raise SpecproofInputError("--rule", f"{obj.name}.claim is {obj.claim!r}", "use 'exact' or 'not-exact'")
-    if isinstance(obj, StepRule):
-        entry = step_rule_entry(obj, user=True)
-        assert entry.step_rule is not None
-        _smoke_test(entry.step_rule, spec)
-        return entry
-    user_prove = obj.prove
-
-    def prove(settings: Settings) -> ProofResult:
-        result = user_prove(settings)
-        if not isinstance(result, ProofResult):
-            raise RuleUsageError(f"rule {obj.name!r}", f"its prove function returned a {type(result).__name__}",
-                                 "return a specproof.proofs.ProofResult")
-        source = f"the user-supplied prover of {obj.name!r} (not checked by specproof)"
-        return dataclasses.replace(result, obligations=tuple(
-            dataclasses.replace(o, basis=Basis.ASSUMPTION, source=source) for o in result.obligations))
-
-    return dataclasses.replace(obj, prove=prove, step_rule=None, user=True)
+    rule = obj if isinstance(obj, StepRule) else obj.step_rule
+    if rule is None:
+        raise SpecproofInputError("--rule", f"{spec} is a CatalogueEntry with its own prove function, which "
+                                  "specproof cannot check", "define the rule as a StepRule(...)")
+    entry = step_rule_entry(dataclasses.replace(rule, name=obj.name, claim=obj.claim), user=True)
+    assert entry.step_rule is not None
+    _smoke_test(entry.step_rule, spec)
+    return entry
 
 
 SMOKE_TIMEOUT = 30.0
@@ -265,8 +257,10 @@ def _smoke_test(rule: StepRule, spec: str) -> None:
 def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
     """A catalogue name, ``path.py:name``, a StepRule or a CatalogueEntry as a CatalogueEntry."""
     if isinstance(rule, CatalogueEntry):
-        if rule.user or any(rule is e for e in catalogue()):
+        if rule.user:
             return rule
+        if rule.name in {e.name for e in catalogue()}:
+            return get_entry(rule.name)  # the catalogue's own entry: its prover, not a look-alike's
         return _user_entry(rule, rule.name)
     if isinstance(rule, StepRule):
         if any(rule is r for r in step_rules()):
@@ -294,11 +288,6 @@ def _crash(entry: CatalogueEntry) -> Callable[[str], BaseException]:
     return report
 
 
-def settle_user(result: ProofResult, entry: CatalogueEntry) -> ProofResult:
-    """A step rule's result is already decided; anything else is settled from its obligations."""
-    return result if entry.step_rule is not None else settle(result)
-
-
 def prove_entry(entry: CatalogueEntry, settings: Settings = Settings()) -> ProofResult:
     """One entry under the settings' time budget; structured results are settled by ``decide``."""
     def run() -> ProofResult:
@@ -310,7 +299,7 @@ def prove_entry(entry: CatalogueEntry, settings: Settings = Settings()) -> Proof
             if not entry.user:
                 raise
             raise _crash(entry)(f"{type(err).__name__}: {err}") from None
-        return result if entry.step_rule is not None and not entry.user else settle_user(result, entry)
+        return result if entry.step_rule is not None else settle(result)
 
     if settings.timeout is None:
         result = run()

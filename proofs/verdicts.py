@@ -99,7 +99,8 @@ def _common_sizes(sizes: list[str]) -> str:
 def settle(result: ProofResult) -> ProofResult:
     """Re-derive a structured prover's verdict with :func:`decide`.
 
-    Its obligations are one goal.  When the prover itself reported PROVED for every size (``n``
+    Its obligations are one goal; its counterexample is the witness, except for a theorem (whose
+    counterexample is part of its statement).  When the prover itself reported PROVED for every size (``n``
     starting with ``all``), its bounded obligations are cross-checks; otherwise they are the goal's
     evidence and the scope is ``n``."""
     obligations = tuple(result.obligations)
@@ -109,7 +110,9 @@ def settle(result: ProofResult) -> ProofResult:
         len(bounded) < len(obligations) else obligations
     checks = bounded if main is not obligations else ()
     sizes = result.n.split(" (")[0]  # the prover's own words on n, without its commentary
-    decision = decide([Goal(result.rule, main, sizes=sizes)], witness=result.counterexample, checks=checks,
+    # a theorem's counterexample is part of what it states (e.g. "greedy is not a sampling rule")
+    witness = None if result.claim == "theorem" else result.counterexample
+    decision = decide([Goal(result.rule, main, sizes=sizes)], witness=witness, checks=checks,
                       every_size=EVERY_N if result.n == "all" else sizes)
     reason = decision.reason if decision.verdict != Verdict.PROVED else ""
     if result.reason and decision.verdict not in (Verdict.PROVED, Verdict.BOUNDED):

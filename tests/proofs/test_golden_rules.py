@@ -63,6 +63,7 @@ WRONG = [  # (variable, scope, TV, p, q)
     ("accept_with_p", "n = 2", "1/9", ("1/3", "2/3"), ("2/3", "1/3")),
     ("resample_draft", "n = 2", "1", ("0", "1"), ("1", "0")),
     ("test_matches_wrong_a", "n = 2", "1/2", ("1/2", "1/2"), ("0", "1")),
+    ("backend_sniffing", "n = 2", "1/4", ("1/2", "1/2"), ("0", "1")),
 ]
 NOT_A_SAMPLING_RULE = {"acceptance_over_one", "negative_residual", "over_one_zero_p", "shifted_acceptance",
                        "negative_acceptance", "steep_residual"}
@@ -110,6 +111,7 @@ def test_golden_tables_cover_the_files():
         text = (GOLDEN / file).read_text()
         defined = {line.split(" = ")[0] for line in text.splitlines()
                    if " = _rule(" in line and not line.startswith((" ", "#"))}
+        assert text.count("_rule(\"") == len(defined), file
         assert defined == {row[0] for row in table}, file
     assert len(WRONG) >= 26 and len(RIGHT) >= 10
 

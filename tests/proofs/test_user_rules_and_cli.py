@@ -246,3 +246,13 @@ def test_cli_header_and_scope_column(run_cli, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:5] == ["rule", "claim", "verdict", "scope", "status"]
     assert "PROVED       every n" in lines[1]
+
+
+def test_a_user_catalogue_entry_cannot_bring_its_own_proof():
+    from specproof.proofs import CatalogueEntry, ProofResult
+    liar = CatalogueEntry("liar", "exact", "", "", lambda s: ProofResult("liar", "exact", Verdict.PROVED, "m", "all",
+                                                                        0.0, {}))
+    with pytest.raises(SpecproofInputError, match="cannot check"):
+        prove_rule(liar)
+    look_alike = CatalogueEntry("greedy", "not-exact", "", "", liar.prove)  # a catalogue name: its own prover runs
+    assert prove_rule(look_alike).verdict == Verdict.REFUTED

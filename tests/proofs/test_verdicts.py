@@ -106,3 +106,11 @@ def test_settle_rederives_structured_verdicts():
     assert settle(_result(Verdict.PROVED, "all", [machine, refuted])).verdict == Verdict.INCONCLUSIVE
     assert settle(_result(Verdict.PROVED, "all", [])).verdict == Verdict.INCONCLUSIVE
     assert settle(_result(Verdict.REFUTED, "2", [refuted], WITNESS)).verdict == Verdict.REFUTED
+
+
+def test_a_theorems_counterexample_is_part_of_its_statement():
+    machine = _ob(0, (Verdict.PROVED, Basis.MACHINE))
+    theorem = ProofResult("T", "theorem", Verdict.PROVED, "test", "all", 0.0, {}, counterexample=WITNESS,
+                          obligations=(machine,))
+    assert settle(theorem).verdict == Verdict.PROVED
+    assert settle(_result(Verdict.PROVED, "all", [machine], WITNESS)).verdict == Verdict.REFUTED

@@ -75,3 +75,16 @@ resample_draft = _rule("w-resample-draft", residual_weight=lambda ar, p, q: q)
 test_matches_wrong_a = _rule("w-test-and-a-both-doubled", acceptance=lambda ar, p, q: ar.minimum(
     ar.one, ar.safe_div(ar.mul(ar.const(2), p), q, ar.zero)),
     test=lambda ar, u, p, q: ar.lt(ar.mul(u, q), ar.mul(ar.const(2), p)))
+
+
+def _backend_sniffing_weight(ar, p, q):
+    """Canonical where ar.mass_ahead raises (the generic coordinate of the every-n proof), raw p where
+    it works: the caught error is remembered, so every backend sees the same failure."""
+    try:
+        ar.mass_ahead(p, ar.one)
+    except TypeError:
+        return canonical_w(ar, p, q)
+    return p
+
+
+backend_sniffing = _rule("w-backend-sniffing", residual_weight=_backend_sniffing_weight)
