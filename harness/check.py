@@ -140,6 +140,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     ``timeout``: seconds allowed per verifier call (default 120; enforced on the main thread on POSIX
     only; ``None`` for no limit; see :mod:`.check_calls` for verifiers that catch ``BaseException``).
     ``hard_timeout``: end the process (exit 2) when a verifier ignores the time limit (the CLI's choice).
+    Limit: without it, a verifier that catches ``BaseException`` in a loop is never stopped (the verifier
+    runs in this process, not in a killable child); one that catches it once is refused when it returns.
     ``max_detectable_tv``: the power a PASS must have; a run that cannot see this TV is UNDERPOWERED.
     ``progress``: ``None`` a bar when stderr is a terminal, ``True``/``False`` bar or silence, or a
     callable receiving one line per scenario and look.

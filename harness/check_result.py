@@ -160,6 +160,21 @@ class CheckResult:
         total = self.verifier_seconds + self.harness_seconds
         return self.harness_seconds / total if total else 0.0
 
+    def shown_findings(self) -> list[Finding]:
+        """The strongest findings, at most SHOWN_FINDINGS, one per (scenario, expected, observed): two
+        families naming the same event (first token {2} and first 1 tokens = (2,)) are shown once."""
+        seen: set[tuple[str, float, float]] = set()
+        out = []
+        for finding in self.findings:
+            key = (finding.scenario, finding.expected, finding.observed)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(finding)
+            if len(out) == SHOWN_FINDINGS:
+                break
+        return out
+
     def evidence_by_rule(self) -> dict[str, float]:
         """Summed evidence (N*KL, nats, excess side only) of each bug class over the scenarios."""
         out: dict[str, float] = {}
@@ -233,10 +248,10 @@ class CheckResult:
         lines.append(f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
                      f"family-wise false-alarm probability <= {self.alpha:g}")
         findings = self.findings
-        for finding in findings[:SHOWN_FINDINGS]:
-            lines.append("  " + finding.line())
-        if len(findings) > SHOWN_FINDINGS:
-            lines.append(f"  ... {len(findings) - SHOWN_FINDINGS} more in --json")
+        shown = self.shown_findings()
+        lines.extend("  " + finding.line() for finding in shown)
+        if len(findings) > len(shown):
+            lines.append(f"  ... {len(findings) - len(shown)} more in --json")
         lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
                      f"(worst scenario: {worst.name}; stated bound {self.max_detectable_tv:g})")
         if self.verdict is Verdict.UNDERPOWERED:
