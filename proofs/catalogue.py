@@ -283,7 +283,8 @@ def _crash(entry: CatalogueEntry) -> Callable[[str], BaseException]:
         if entry.user:
             first = what.strip().splitlines()[0] if what.strip() else what
             return RuleUsageError(f"rule {entry.name!r}", f"proving it failed: {first}",
-                                  "the rule's code must return values built with Arith operations, never exit")
+                                  "the rule must return values built with Arith operations wherever p and q are laws "
+                                  "(never raise or exit)")
         return RuntimeError(f"proving {entry.name} failed in its process: {what}")
     return report
 

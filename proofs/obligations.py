@@ -3,8 +3,9 @@
 :func:`step_evidence` turns a :class:`~specproof.proofs.rules.StepRule` into three goals (see
 :mod:`.verdicts`), every one always attempted, so no component of the rule can be skipped:
 
-* **well-formed** - for every ``x`` and every input law: ``0 <= A(x) <= 1`` where ``q(x) > 0`` and
-  ``w(x) >= 0``.  Every ``n``: z3 on a generic coordinate (``p(x), q(x)`` range over ``[0, 1]``,
+* **well-formed** - for every ``x`` and every input law: ``0 <= A(x) <= 1`` where ``q(x) > 0``,
+  ``w(x) >= 0``, and every argument of ``ar.log`` in ``A``, ``w`` or the test is ``>= 0`` (where the
+  z3 reading of logarithms is the real one).  Every ``n``: z3 on a generic coordinate (``p(x), q(x)`` range over ``[0, 1]``,
   any other sum is an arbitrary real).  Otherwise bounded: z3 over the simplex, ``n = 2..4``.
   Witness: an exact point that violates it, with the TV of the clamped rule (``A`` clamped to
   ``[0, 1]``, ``w`` to ``w >= 0``);
@@ -142,17 +143,21 @@ def _grid(n_den: Iterable[tuple[int, int]]) -> Iterable[dict[str, tuple[Fraction
 
 def _wf_every_n(rule: StepRule, rlimit: int) -> list[Obligation] | None:
     ar = GenericCoordinateArith()
-    p, q = ar.p, ar.q
+    p, q, u = ar.p, ar.q, ar.real("u")
     try:
         accept, weight = rule.acceptance(ar, p, q), rule.residual_weight(ar, p, q)
+        if rule.acceptance_test is not None:
+            rule.acceptance_test(ar, u, p, q)
     except TypeError:
         return None
-    domain = [p >= 0, p <= 1, q >= 0, q <= 1]
+    domain = [p >= 0, p <= 1, q >= 0, q <= 1, u >= 0, u < 1]
+    method = "z3 pointwise, generic coordinate"
     return [check_z3("W1 (acceptance is a probability)", "0 <= A(x) <= 1 wherever q(x) > 0, every n", ar,
-                     domain + [q > 0], z3.And(accept >= 0, accept <= 1), rlimit=rlimit,
-                     method="z3 pointwise, generic coordinate").obligation,
+                     domain + [q > 0], z3.And(accept >= 0, accept <= 1), rlimit=rlimit, method=method).obligation,
             check_z3("W2 (residual weight is non-negative)", "w(x) >= 0, every n", ar, domain, weight >= 0,
-                     rlimit=rlimit, method="z3 pointwise, generic coordinate").obligation]
+                     rlimit=rlimit, method=method).obligation,
+            check_z3("W3 (logarithms are defined)", "every argument of ar.log is >= 0, every n", ar, domain,
+                     ar.all_of([a >= 0 for a in ar.log_arguments]), rlimit=rlimit, method=method).obligation]
 
 
 def _wf_bounded(rule: StepRule, rlimit: int) -> tuple[list[Obligation], list[dict[str, tuple[Fraction, ...]]]]:
@@ -160,18 +165,22 @@ def _wf_bounded(rule: StepRule, rlimit: int) -> tuple[list[Obligation], list[dic
     for n in BOUNDED_SIZES:
         ar = Z3Arith()
         p, q = ar.vector("p", n), ar.vector("q", n)
-        statement = f"0 <= A(x) <= 1 where q(x) > 0 and w(x) >= 0, over {n} symbolic tokens"
+        statement = (f"0 <= A(x) <= 1 where q(x) > 0, w(x) >= 0 and every log argument >= 0, over {n} "
+                     "symbolic tokens")
+        u = ar.real("u")
         try:
             accept = _vector(rule.acceptance(ar, p, q), n)
             weight = _vector(rule.residual_weight(ar, p, q), n)
+            if rule.acceptance_test is not None:
+                rule.acceptance_test(ar, u, p, q)
         except TypeError as err:
             obligations.append(Obligation(f"W n={n}", statement, Verdict.INCONCLUSIVE, "z3 direct", 0.0, str(err),
                                           basis=Basis.BOUNDED))
             continue
         goal = ar.all_of([z3.Implies(qx > 0, z3.And(a >= 0, a <= 1)) for a, qx in zip(accept, q)]
-                         + [w >= 0 for w in weight])
-        check = check_z3(f"W n={n}", statement, ar, [ar.simplex(p), ar.simplex(q)], goal, rlimit=rlimit,
-                         method="z3 direct")
+                         + [w >= 0 for w in weight] + [a >= 0 for a in ar.log_arguments])
+        check = check_z3(f"W n={n}", statement, ar, [ar.simplex(p), ar.simplex(q), u >= 0, u < 1], goal,
+                         rlimit=rlimit, method="z3 direct")
         obligations.append(_bounded(check.obligation))
         if check.model is not None:
             values = model_fractions(check.model, p + q)

@@ -11,7 +11,8 @@ Logarithms: z3 has no ``log``; a logarithm is kept as its argument (:class:`Z3Lo
 algebra a rule may use on it (the :class:`~specproof.proofs.arith.Arith` contract): ``log a + log b =
 log(ab)`` and ``log a < log b <=> a < b`` for ``a, b >= 0`` with ``log 0 = -inf``.  Both are theorems
 of real analysis (``log`` is strictly increasing and multiplicative on ``[0, inf)``, extended by
-``-inf``), so a proof about :class:`Z3Log` terms is a proof about the real logarithm.
+``-inf``), so a proof about :class:`Z3Log` terms is a proof about the real logarithm - where every
+argument is ``>= 0``: :attr:`Z3Arith.log_arguments` records them for that obligation.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class Z3Arith(TupleVectors, CompareByOperator, Arith):
     def __init__(self, ctx: z3.Context | None = None):
         self.ctx = ctx if ctx is not None else z3.Context()
         self._fresh = 0
+        self.log_arguments: list[Any] = []
+        """Every term a logarithm was taken of: the algebra above holds only where each is >= 0,
+        which a caller proves as its own obligation."""
 
     # -- variables ----------------------------------------------------------------------------
     def real(self, name: str) -> z3.ArithRef:
@@ -177,6 +181,7 @@ class Z3Arith(TupleVectors, CompareByOperator, Arith):
 
     def log(self, a: Any) -> Any:
         a = self._lift(a)
+        self.log_arguments += list(a) if isinstance(a, tuple) else [a]
         if isinstance(a, tuple):
             return tuple(Z3Log(x) for x in a)
         return Z3Log(a)

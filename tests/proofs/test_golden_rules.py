@@ -77,7 +77,7 @@ MISUSE = [  # (variable, what the message must name)
     ("dies", "ended its process"), ("bool_branch", r"bool\(\).*ar.select"), ("caught", "caught inside the rule"),
     ("float_constant", "ar.const got a float"), ("iterates", "iteration"),
     ("test_returns_number", "acceptance_test returned a number"), ("backend_attribute", "ar.ctx is not part"),
-    ("clash", "a catalogue rule's name"),
+    ("negative_log", "log of a negative number"), ("clash", "a catalogue rule's name"),
 ]
 
 

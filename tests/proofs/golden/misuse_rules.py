@@ -48,6 +48,14 @@ def _dies(ar, p, q):
     os._exit(7)
 
 
+def _negative_log(ar, p, q):
+    """A logarithm of a number that is negative only near p(x) = 1/7, off every search grid: z3 alone
+    would read log(-x) as the ordering of -x; the log-argument obligation finds the point."""
+    d = ar.sub(p, ar.const(Fraction(1, 7)))
+    below = ar.lt(ar.log(ar.sub(ar.mul(d, d), ar.const(Fraction(1, 10**6)))), ar.log(ar.zero))
+    return ar.select(below, p, canonical_w(ar, p, q))
+
+
 tuple_trick = _rule("m-tuple-trick", residual_weight=_tuple_trick)
 divides = _rule("m-divides", acceptance=lambda ar, p, q: ar.div(p, ar.maximum(p, q)))
 condition = _rule("m-condition", acceptance=lambda ar, p, q: ar.lt(q, p))
@@ -63,4 +71,5 @@ float_constant = _rule("m-float-constant", acceptance=lambda ar, p, q: ar.const(
 iterates = _rule("m-iterates", residual_weight=lambda ar, p, q: sum(p))
 test_returns_number = _rule("m-test-returns-number", test=lambda ar, u, p, q: canonical_a(ar, p, q))
 backend_attribute = _rule("m-backend-attribute", acceptance=lambda ar, p, q: ar.ctx)
+negative_log = _rule("m-negative-log", residual_weight=_negative_log)
 clash = _rule("canonical")
