@@ -19,8 +19,10 @@ to know every alias.  Reachable: eager ATen calls on CPU tensors (``aten.rand``,
 but not injected (no exact edge model here): ``multinomial`` (its edge, ``E = 0`` in the race inside
 the C++ kernel, runs with the mode off; torch's own defect, see :mod:`.rng_edges`), ``randn``,
 ``randint``, ``bernoulli``, ``normal_``, ``randperm``, other ranges or rates, CUDA tensors.  Not
-reachable: draws inside ``torch.compile`` graphs (inductor's own Philox), custom C++/CUDA/Triton
-kernels, and numpy or Python ``random``.  A verifier with no injectable draw is reported as such.
+reachable: draws inside ``torch.compile`` graphs (the mode sets the documented
+``ignore_compile_internals``: compiled regions run compiled and unseen, their RNG is inductor's own;
+without it dynamo refuses to compile under a user dispatch mode), custom C++/CUDA/Triton kernels, and
+numpy or Python ``random``.  A verifier with no injectable draw is reported as such.
 
 Rates.  ``injected_rate = flagged rows / rows`` is exact for the run.  The real generator's rate is
 given to first order only: the injected run is the real law with the edge's mass tilted from ``P`` to
@@ -118,6 +120,11 @@ class EdgeInjection(TorchDispatchMode):
         self.mask_generator = torch.Generator().manual_seed(seed % (2**63))
         self.records: list[DrawRecord] = []
 
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """torch.compile regions run compiled, unseen (their RNG is inductor's): documented hook."""
+        return True
+
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)  # the real draw: the generator advances as it would without the mode
@@ -160,7 +167,7 @@ class InjectionFinding:
     @property
     def estimated_rate(self) -> Fraction | None:
         """First-order rate on the real generator, ``injected_rate P / (f + (1 - f) P)`` (one dtype)."""
-        if len(self.edges) != 1 or not self.flagged_rows:
+        if len(self.edges) != 1 or not self.flagged_rows or self.problem == _CONTRACT:
             return None
         p = self.edges[0].probability
         return self.injected_rate * p / (self.fraction + (1 - self.fraction) * p)
@@ -253,8 +260,9 @@ def _fraction(value: Any) -> Fraction:
         f = Fraction(value)
     except (TypeError, ValueError):
         f = None
-    if isinstance(value, bool) or f is None or not 0 < f <= 1:
-        raise SpecproofInputError("fraction", f"{value!r} is not a number in (0, 1]", "pass e.g. Fraction(1, 16)")
+    if isinstance(value, bool) or f is None or not 0 < f <= 1 or f.denominator > 2**62:
+        raise SpecproofInputError("fraction", f"{value!r} is not a number in (0, 1] with denominator <= 2^62",
+                                  "pass e.g. Fraction(1, 16)")
     return f
 
 
@@ -280,6 +288,7 @@ def _describe_row(run: _Run, out: torch.Tensor, base: torch.Tensor, row: int) ->
     return f"drafts {run.drafts[row].tolist()} -> emitted {out[row].tolist()} (baseline {base[row].tolist()})"
 
 
+_CONTRACT = "broke the contract or raised"
 _PROBLEMS = ("emitted a token of target probability 0 at its prefix",
              "emitted tokens before the last that are not the drafted ones")
 
@@ -311,7 +320,7 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
             edges = tuple({(e.kind, e.dtype, e.label): e for r in mode.records if (e := r.edge)}.values())
             tried += [e for e in edges if e not in tried]
             if isinstance(out, str):
-                findings.append(InjectionFinding(name, "broke the contract or raised", kind, label, edges,
+                findings.append(InjectionFinding(name, _CONTRACT, kind, label, edges,
                                                  fraction, rows, rows, injected()[1] == out, out))
                 continue
             # rows the injection changed that now fail and did not fail unaided (the baseline)

@@ -1,6 +1,7 @@
 """RNG boundary injection: the edge model against torch, the interception, and both directions
 (rare-draw bugs flagged black-box; exact verifiers never flagged by a value the generator produces)."""
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 import specproof.impls as impls
 from specproof.harness import SpecproofInputError
-from specproof.harness.grid import uniform_grid
+from specproof.harness.grid import measure_grid, uniform_grid
 from specproof.harness.rng_edges import EDGE_LABELS, edge_values, exponential_value
 from specproof.harness.rng_injection import EdgeInjection, inject_check, zero_target_scenarios
 from specproof.harness.scenarios import Scenario
@@ -162,6 +163,22 @@ def test_mode_sees_every_spelling_and_injects_a_known_fraction():
     assert bool((f == 0).all()) and bool(torch.isnan(g).all())
 
 
+@pytest.mark.slow  # torch.compile start-up (seconds)
+def test_draws_inside_torch_compile_are_not_reached():
+    compiled = torch.compile(lambda x: torch.rand(4) + x)
+    with EdgeInjection("uniform", "zero", Fraction(1)) as mode:
+        inside = compiled(torch.zeros(4))
+        outside = torch.rand(4)
+    assert bool((inside > 0).all()) and bool((outside == 0).all())  # compiled: unseen, but it still runs
+    assert [r.kind for r in mode.records if r.op == "aten.rand"] == ["uniform"]
+
+
+@pytest.mark.slow  # compiles the canonical core (seconds)
+def test_compiled_core_runs_under_injection():
+    result = inject_check(impls.get("canonical-ratio-invcdf-compiled").fn, rows=ROWS)
+    assert result.verdict == "not-flagged", result.summary()
+
+
 # -- flagged black-box ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("verify", [impls.get("le-ratio-invcdf").fn, vllm_prefix_float32, transformers_style,
@@ -174,6 +191,22 @@ def test_le_family_flagged_black_box(verify):
     assert all(f.edges[0].probability == TWO**-24 and f.edges[0].value == 0 for f in zero_hits)
     assert all(0 < f.estimated_rate < f.injected_rate for f in zero_hits)
     assert {f.label for f in result.findings} == {"zero"}  # no other edge is harmful for these
+
+
+def test_rate_estimate_agrees_with_the_exact_grid_law():
+    """Disjoint supports (every draft has p = 0): ``u <= p/q`` fails iff ``u_0 == 0``, so the exact
+    impossible mass is ``2^-24`` (measure_grid on the uniforms core) and the flagged count is
+    Binomial(rows, f) up to the natural zeros (2^-24): inside its two-sided 1e-6 tail."""
+    scenario = next(s for s in zero_target_scenarios() if s.name == "disjoint supports")
+    exact = measure_grid(impls.get("le-ratio-uniforms"), scenario.realise("float32"))
+    assert exact.impossible_mass == TWO**-24
+    rows, f = 1024, Fraction(1, 16)
+    finding, = inject_check(impls.get("le-ratio-invcdf").fn, rows=rows, fraction=f, scenarios=[scenario]).findings
+    lower = sum(math.comb(rows, j) * f**j * (1 - f) ** (rows - j) for j in range(finding.flagged_rows + 1))
+    upper = sum(math.comb(rows, j) * f**j * (1 - f) ** (rows - j) for j in range(finding.flagged_rows, rows + 1))
+    assert min(lower, upper) > Fraction(1, 2 * 10**6)
+    p = finding.edges[0].probability
+    assert finding.estimated_rate == Fraction(finding.flagged_rows, rows) * p / (f + (1 - f) * p)
 
 
 def test_bfloat16_probability_is_the_wrapped_mass():
@@ -249,6 +282,7 @@ def test_no_interceptable_randomness_is_reported():
 
 
 @pytest.mark.parametrize("kwargs, argument", [({"fraction": 0}, "fraction"), ({"fraction": 2}, "fraction"),
+                                              ({"fraction": 1e-300}, "fraction"),
                                               ({"rows": 0}, "rows"), ({"seed": -1}, "seed"),
                                               ({"kinds": ("normal",)}, "kinds"), ({"scenarios": []}, "scenarios"),
                                               ({"device": "meta"}, "device")])
