@@ -76,9 +76,10 @@ def _test_family(family: EventFamily, counts: np.ndarray, n: int, tau: float, c:
     return observed, tol, stat
 
 
-def _impossible(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int]:
+def _impossible(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int, list[int]]:
     """Rows emitting a token of target probability 0 at its emitted prefix (read from the harness's own
-    rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts."""
+    rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts;
+    the earliest 1-based token position of each kind (0 when none)."""
     n, width = emitted.shape
     lengths = emitted_lengths(emitted)
     positions = torch.arange(width)
@@ -86,10 +87,12 @@ def _impossible(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) 
     tokens = emitted.clamp(min=0)
     classes = torch.cat([torch.zeros((n, 1), dtype=torch.int64), tokens[:, :-1] % real.classes], dim=1)
     probs = real.target[positions.expand(n, width), classes, tokens]
-    zero_token = (inside & (probs == 0)).any(dim=1)
+    zero_cells = inside & (probs == 0)
     before_last = positions[:-1] < (lengths - 1).unsqueeze(1)
-    mismatch = (before_last & (emitted[:, :-1] != drafts)).any(dim=1)
-    return int(zero_token.sum()), int(mismatch.sum())
+    mismatch_cells = before_last & (emitted[:, :-1] != drafts)
+    first = [int(cells.any(dim=0).nonzero()[0]) + 1 if bool(cells.any()) else 0
+             for cells in (zero_cells, mismatch_cells)]
+    return int(zero_cells.any(dim=1).sum()), int(mismatch_cells.any(dim=1).sum()), first
 
 
 class _Progress:
@@ -300,6 +303,7 @@ class _ScenarioState:
         self.chunk = max(16, min(batch_size, (1 << 25) // ((2 * real.k + 1) * real.vocab)))
         self.counts = [np.zeros(f.n_keys) for f in families]
         self.impossible = [0, 0]
+        self.first_impossible = [0, 0]  # earliest token position of each impossible kind (0: none yet)
         self.rows = 0
         self.findings: list[Finding] = []
         self.rejected = 0
@@ -314,9 +318,10 @@ class _ScenarioState:
             n = min(self.chunk, goal - self.rows)
             drafts = real.sample_drafts(n, self.draft_gen)
             emitted = call(real, drafts, self.seed * 7_919 + self.index * 104_729 + self.rows)
-            zero_token, mismatch = _impossible(emitted, drafts, real)
+            zero_token, mismatch, first = _impossible(emitted, drafts, real)
             self.impossible[0] += zero_token
             self.impossible[1] += mismatch
+            self.first_impossible = [min(a, b) if a and b else a or b for a, b in zip(self.first_impossible, first)]
             for fam, cnt in zip(self.families, self.counts):
                 cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
             self.rows += n
@@ -347,13 +352,13 @@ def _zero_token_note(state: _ScenarioState) -> str | None:
 def _evaluate(state: _ScenarioState, c: float) -> tuple[list[Finding], int]:
     name, rows, tau = state.real.scenario.name, state.rows, state.tau
     findings: list[Finding] = []
-    for count, label, note in zip(state.impossible,
-                                  ("emitted a token of target probability 0 at its prefix",
-                                   "emitted tokens before the last that are not the drafted ones"),
-                                  (_zero_token_note(state), None)):
+    for count, first, label, note in zip(state.impossible, state.first_impossible,
+                                         ("emitted a token of target probability 0 at its prefix",
+                                          "emitted tokens before the last that are not the drafted ones"),
+                                         (_zero_token_note(state), None)):
         if count:
             findings.append(Finding(name, "impossible", label, 0.0, count / rows, 0.0, math.inf, c, rows,
-                                    note=note))
+                                    position=first or None, note=note))
     rejected = len(findings)
     candidates = []
     for fam, cnt in zip(state.families, state.counts):

@@ -99,3 +99,13 @@ def never_yields(draft_probs, target_probs, draft_token_ids, generator):
             time.sleep(0.05)
         except BaseException:
             pass
+
+
+def emits_impossible_second_token(draft_probs, target_probs, draft_token_ids, generator):
+    """Exact, except that a row emitting two or more tokens gets a probability-0 second token where
+    the target has one."""
+    out = exact(draft_probs, target_probs, draft_token_ids, generator)
+    zero = (target_probs[:, 1] == 0).to(torch.int64).argmax(dim=-1)
+    has_zero = (target_probs[:, 1] == 0).any(dim=-1) & (out[:, 1] >= 0) & (out[:, 0] == draft_token_ids[:, 0])
+    out[:, 1] = torch.where(has_zero, zero, out[:, 1])
+    return out

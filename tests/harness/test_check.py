@@ -218,3 +218,12 @@ def test_result_json_and_summary():
     assert data["exit_code"] == 0 and data["max_detectable_tv"] == 1.0 and data["diagnosis"] is None
     assert {s["name"] for s in data["scenarios"]} >= {"prefix-dependent V4 K2", "large vocabulary V1000 K4"}
     assert "Detectable TV" in result.summary()
+
+
+def test_a_probability_0_token_is_certain_and_names_its_position():
+    suite = [Scenario.from_laws("zero at position 2", "p=(1/2,1/2,0), q=(1/3,1/3,1/3)",
+                                [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3], 2)]
+    result = check_verifier(cli_targets.emits_impossible_second_token, scenarios=suite, samples=500)
+    best = result.diagnosis()
+    assert result.flagged and best.certain and best.family == "impossible" and best.position == 2
+    assert "at token position 2" in result.diagnosis_line()
