@@ -14,7 +14,13 @@ obligation carries its basis (machine, bounded, assumption with its source); the
 * SpecTr K-SEQ - algebra with the sums abstracted (k = 2..4 in z3, the geometric identity for
   symbolic k in sympy), existence of rho, direct z3 n = 2, 3 and exact rational instances;
 * sampler-match - a pointwise identity once ``sum q = 1``;
-* processors on both sides - T3 applied to the pair of processed laws.
+* processors on both sides - T3 applied to the pair of processed laws, once the processor is shown
+  to map laws to laws for every n (finite-sum facts on a generic coordinate of the processor; top-k and
+  top-p also assume that a finite strict total order has one maximum, the argmax they keep).
+
+Sum steps use the facts of :mod:`.finite_sums` (induction on n).  A z3 check whose conclusion follows
+from its hypotheses by rewriting alone is not recorded as evidence; the decomposition it encoded is an
+assumption with its source.
 """
 
 from __future__ import annotations
