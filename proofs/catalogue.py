@@ -30,9 +30,9 @@ name that is already in the catalogue is refused.  A :class:`CatalogueEntry` wit
 is refused (its own ``prove`` is not a proof specproof can check); one with a ``step_rule`` is proved
 as that rule.
 
-:func:`prove_entry` runs one entry under the settings' time budget (a child process) and lets
-:func:`~specproof.proofs.verdicts.decide` settle the verdict of results that structured provers
-assembled.
+:func:`prove_entry` runs one entry under the settings' time budget (a child process).  Entries with
+other structure return the verdict :func:`~specproof.proofs.verdicts.settle` derives from their
+prover's obligations, whoever calls them.
 """
 
 from __future__ import annotations
@@ -173,7 +173,12 @@ def _structured_entries() -> list[CatalogueEntry]:
                 claim = "not-exact"
             entries.append(CatalogueEntry(name, claim, f"{processor}: {_PLACEMENT_TEXT[placement]}",
                                           "algorithms.md section 7", prove))
-    return entries
+    # every caller (prove, report, bench) gets the verdict decide() derives from the obligations
+    return [dataclasses.replace(e, prove=_settled(e.prove)) for e in entries]
+
+
+def _settled(prove: Callable[[Settings], ProofResult]) -> Callable[[Settings], ProofResult]:
+    return lambda settings: settle(prove(settings))
 
 
 def catalogue() -> tuple[CatalogueEntry, ...]:
@@ -259,7 +264,8 @@ def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
     if isinstance(rule, CatalogueEntry):
         if rule.user:
             return rule
-        if rule.name in {e.name for e in catalogue()}:
+        official = rule.step_rule is None or any(rule.step_rule is r for r in step_rules())
+        if official and rule.name in {e.name for e in catalogue()}:
             return get_entry(rule.name)  # the catalogue's own entry: its prover, not a look-alike's
         return _user_entry(rule, rule.name)
     if isinstance(rule, StepRule):
@@ -290,7 +296,7 @@ def _crash(entry: CatalogueEntry) -> Callable[[str], BaseException]:
 
 
 def prove_entry(entry: CatalogueEntry, settings: Settings = Settings()) -> ProofResult:
-    """One entry under the settings' time budget; structured results are settled by ``decide``."""
+    """One entry under the settings' time budget (user rules: every error is a usage error)."""
     def run() -> ProofResult:
         try:
             result = entry.prove(settings)
@@ -300,7 +306,7 @@ def prove_entry(entry: CatalogueEntry, settings: Settings = Settings()) -> Proof
             if not entry.user:
                 raise
             raise _crash(entry)(f"{type(err).__name__}: {err}") from None
-        return result if entry.step_rule is not None else settle(result)
+        return result
 
     if settings.timeout is None:
         result = run()
