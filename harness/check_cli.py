@@ -18,7 +18,8 @@ Exit codes:
      calls sys.exit, or runs past --timeout, output that breaks the contract (shape, dtype, device,
      ids out of range, -1 holes).  Nothing is written.
 Progress (one bar with percentage and ETA) goes to stderr.  At the default 200,000 rows per
-scenario a float32 check of a built-in verifier takes a few minutes on a CPU.
+scenario a float32 check of a built-in verifier takes about 3 minutes on a busy 2-core CPU (171 s
+measured for specproof.impls:canonical_ratio_race; 205 s for a float16 run).
 """
 
 from __future__ import annotations
