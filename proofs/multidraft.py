@@ -28,7 +28,8 @@ from typing import Any, Callable
 from .arith import Arith
 from .rules import canonical_acceptance, canonical_residual_weight
 
-__all__ = ["recursive_rejection_law", "rrs_level", "spectr_law", "spectr_instance"]
+__all__ = ["recursive_rejection_law", "rrs_level", "spectr_law", "spectr_round", "spectr_compose",
+           "spectr_instance"]
 
 
 def _with_zero(ar: Arith, q: tuple[Any, ...], x: int) -> tuple[Any, ...]:
@@ -66,6 +67,20 @@ def recursive_rejection_law(ar: Arith, p: Any, q: Any, k: int, *, replacement: b
     return level(p, q, 1)
 
 
+def spectr_round(ar: Arith, reach: Any, none: Any, miss: Any) -> tuple[Any, Any]:
+    """One more draft: ``(reach + none, none * miss)``; from ``(0, 1)``, after ``j`` drafts
+    ``reach = sum_{i<j} (1-beta)^i`` and ``none = (1-beta)^j`` (``miss = 1 - beta``)."""
+    return ar.add(reach, none), ar.mul(none, miss)
+
+
+def spectr_compose(ar: Arith, p: Any, accepted_each: Any, reach: Any, none: Any) -> tuple[Any, Any]:
+    """``(output law, residual law)``: the first accepted draft has mass ``accepted_each * reach``; with
+    probability ``none`` no draft is accepted and ``(p - accepted) / none`` is sampled."""
+    accepted = ar.mul(accepted_each, reach)
+    residual = ar.safe_div(ar.sub(p, accepted), none, ar.zero)
+    return ar.add(accepted, ar.mul(none, residual)), residual
+
+
 def spectr_law(ar: Arith, p: Any, q: Any, k: int, rho: Any) -> tuple[Any, Any]:
     """``(output law, residual law)`` of SpecTr K-SEQ for a given ``rho`` (exact only when ``rho``
     solves ``1 - (1-beta)^k = rho beta``; see :func:`spectr_instance` for rational instances)."""
@@ -74,11 +89,8 @@ def spectr_law(ar: Arith, p: Any, q: Any, k: int, rho: Any) -> tuple[Any, Any]:
     miss = ar.sub(ar.one, beta)
     reach, none = ar.zero, ar.one
     for _ in range(k):
-        reach = ar.add(reach, none)  # sum_{i<k} (1 - beta)^i
-        none = ar.mul(none, miss)     # (1 - beta)^k
-    accepted = ar.mul(accepted_each, reach)
-    residual = ar.safe_div(ar.sub(p, accepted), none, ar.zero)
-    return ar.add(accepted, ar.mul(none, residual)), residual
+        reach, none = spectr_round(ar, reach, none, miss)
+    return spectr_compose(ar, p, accepted_each, reach, none)
 
 
 def spectr_instance(p: tuple[Fraction, ...], rho: Fraction, j: int) -> tuple[Fraction, ...] | None:

@@ -29,7 +29,7 @@ import functools
 import itertools
 import time
 from fractions import Fraction
-from typing import Callable
+from typing import Any, Callable
 
 import sympy
 import z3
@@ -40,8 +40,9 @@ from .block import (Tables, block_continued_law, block_residual_weight, block_st
                     block_target_law, block_weight, expected_accepted_block)
 from .every_size import GenericCoordinateArith, prove_every_size
 from .finite_sums import sum_step, support
-from .multidraft import recursive_rejection_law, rrs_level, spectr_instance, spectr_law
-from .outcomes import Basis, Obligation, ProofResult, Verdict, solver_versions
+from .multidraft import (recursive_rejection_law, rrs_level, spectr_compose, spectr_instance, spectr_law,
+                         spectr_round)
+from .outcomes import Basis, Obligation, ProofResult, Verdict, combine, solver_versions
 from .processors import PROCESSORS, processed_law
 from .provers import Settings
 from .rules import CANONICAL, step_law
@@ -280,25 +281,26 @@ def prove_spectr(settings: Settings) -> ProofResult:
                                   "equation (algebra: 1 - (1 - N) = N, N = (1-beta)^k > 0)",
                                   Verdict.PROVED if sympy.simplify((1 - (1 - s)) / s - 1) == 0
                                   else Verdict.REFUTED, "sympy", 0.0, "N = (1-beta)^k > 0"))
+    obligations += _spectr_every_k(rl)
     for kk in (2, 3, 4):
         gar = GenericCoordinateArith()
         rho_g = gar.real("rho")
         out, _ = spectr_law(gar, gar.p, gar.q, kk, rho_g)
         (big_beta, m), = gar.totals
-        obligations.append(check_z3(
+        obligations.append(bounded(check_z3(
             f"K4 composition k={kk}", "output(x) = m(x) sum_{i<k}(1-beta)^i + (1-beta)^k residual(x) = p(x), sums "
             "abstracted: 0 <= m <= beta <= 1, m <= p (K2), and beta = 1 forces m = p (sum m = 1 = sum p)",
             gar, [gar.p >= 0, gar.p <= 1, gar.q >= 0, gar.q <= 1, rho_g >= 1, rho_g <= kk, m >= 0, m <= big_beta,
                   big_beta <= 1, m <= gar.p, z3.Implies(big_beta == 1, m == gar.p),
                   1 - (1 - big_beta) ** kk == rho_g * big_beta],
-            out == gar.p, rlimit=rl, method="z3, sums abstracted").obligation)
+            out == gar.p, rlimit=rl, method="z3, sums abstracted").obligation))
         b1, bk = ar.real(f"beta_at_1_{kk}"), ar.real(f"beta_at_k_{kk}")
-        obligations.append(check_z3(
+        obligations.append(bounded(check_z3(
             f"K5 rho exists k={kk}", "f(rho) = rho beta(rho) - 1 + (1-beta(rho))^k is continuous with f(1) <= 0 <= "
             "f(k) for beta in [0,1] (Bernoulli), so a root rho in [1, k] exists", ar,
             [b1 >= 0, b1 <= 1, bk >= 0, bk <= 1],
             z3.And(b1 - 1 + (1 - b1) ** kk <= 0, kk * bk - 1 + (1 - bk) ** kk >= 0), rlimit=rl,
-            method="z3 pointwise").obligation)
+            method="z3 pointwise").obligation))
     for n in (2, 3):
         dar = Z3Arith()
         pv, qv, r = dar.vector("p", n), dar.vector("q", n), dar.real("rho")
@@ -328,9 +330,45 @@ def prove_spectr(settings: Settings) -> ProofResult:
 
     obligations.append(_exact_obligation("K exact instances", "output == p and the residual is a law", instances))
     return _result("spectr-kseq", "exact", obligations, "sympy + z3 (sums abstracted); z3 direct; exact instances",
-                   "all n for k = 2..4 (composition in z3; geometric sum for symbolic k in sympy); "
-                   "direct n=2,3, k=2", start, settings, every_n=True,
-                   notes=("k > 4: only the geometric sum (K1) and the residual bound (K2) are checked",))
+                   "all n, k (induction on k over spectr_round; composition k = 2..4 and direct n=2,3, "
+                   "k=2 as cross-checks)", start, settings, every_n=True,
+                   notes=("a root rho in [1, k] is shown to exist for k = 2..4 only (K5)",))
+
+
+def _spectr_every_k(rl: int) -> list[Obligation]:
+    """K6: by induction on the number of drafts j, over :func:`spectr_round` itself, ``beta reach =
+    1 - none``, ``none >= 0``, ``none = 0 => beta = 1`` and ``beta = 1, j >= 1 => reach = 1, none = 0``.
+    K7: with those facts and the sum facts (K2, K3), :func:`spectr_compose` outputs ``p`` and its
+    residual is non-negative under the equation ``rho beta = 1 - none``, for every n and k >= 1."""
+    ar = Z3Arith()
+    beta, reach, none, j = ar.real("beta"), ar.real("reach"), ar.real("none"), z3.Int("j", ar.ctx)
+
+    def invariant(b: Any, r: Any, nn: Any, count: Any) -> Any:
+        return z3.And(b * r == 1 - nn, nn >= 0, z3.Implies(nn == 0, b == 1),
+                      z3.Implies(z3.And(b == 1, count >= 1), z3.And(r == 1, nn == 0)))
+
+    unit = [beta >= 0, beta <= 1]
+    base = check_z3("base j=0", "", ar, unit, invariant(beta, ar.zero, ar.one, 0), rlimit=rl).obligation
+    r1, n1 = spectr_round(ar, reach, none, ar.one - beta)
+    step = check_z3("step j -> j+1", "", ar, unit + [j >= 0, invariant(beta, reach, none, j)],
+                    invariant(beta, r1, n1, j + 1), rlimit=rl).obligation
+    k6 = Obligation("K6 draft loop (every k)", "by induction on the drafts j (base and step checked on "
+                    "spectr_round): beta reach = 1 - none, none >= 0, none = 0 => beta = 1, and beta = 1, j >= 1 => "
+                    "reach = 1, none = 0", combine(o.verdict for o in (base, step)), "z3 induction on k",
+                    base.seconds + step.seconds, f"base: {base.detail}; step: {step.detail}", Basis.MACHINE)
+    gar = GenericCoordinateArith()
+    p, q = gar.p, gar.q
+    rho, g_reach, g_none = gar.real("rho"), gar.real("reach"), gar.real("none")
+    m = gar.minimum(q, gar.div(p, rho))
+    b = gar.total(m)
+    out, residual = spectr_compose(gar, p, m, g_reach, g_none)
+    facts = [p >= 0, p <= 1, q >= 0, q <= 1, rho >= 1, m >= 0, m <= p, b >= 0, b <= 1, m <= b,
+             z3.Implies(b == 1, m == p), invariant(b, g_reach, g_none, 1)]
+    k7 = check_z3("K7 composition (every n, k)", "spectr_compose outputs p(x), and its residual is >= 0 when "
+                  "rho beta = 1 - none (the K-SEQ equation), given K6 (k >= 1), K2 (m <= p) and the K3 sum "
+                  "step (0 <= m <= beta <= 1, beta = 1 => m = p)", gar, facts + [rho * b == 1 - g_none],
+                  z3.And(out == p, residual >= 0), rlimit=rl, method="z3, sums abstracted").obligation
+    return [k6, k7]
 
 
 # -- sampler-match --------------------------------------------------------------------------------------

@@ -78,3 +78,26 @@ def test_processor_both_sides_scopes():
         assumed = [o for o in top.obligations if o.basis == Basis.ASSUMPTION]
         assert [o.name for o in assumed] == ["P argmax"] and "order theory" in assumed[0].source
         assert any("assumption: P argmax" in note for note in top.notes)
+
+
+def test_spectr_is_proved_for_every_k_on_its_own_loop_and_composition():
+    from specproof.proofs.provers import Settings
+    from specproof.proofs.structured import prove_spectr
+
+    result = prove_spectr(Settings())
+    by_name = {o.name: o for o in result.obligations}
+    assert result.verdict == Verdict.PROVED and result.n.startswith("all n, k")
+    for name in ("K6 draft loop (every k)", "K7 composition (every n, k)"):
+        assert by_name[name].verdict == Verdict.PROVED and by_name[name].basis == Basis.MACHINE
+    assert all(o.basis == Basis.BOUNDED for n, o in by_name.items() if n.startswith(("K4", "K5")))
+
+
+def test_a_wrong_spectr_composition_is_refuted():
+    gar = GenericCoordinateArith()
+    p, q = gar.p, gar.q
+    rho, reach, none = gar.real("rho"), gar.real("reach"), gar.real("none")
+    m = gar.minimum(q, gar.div(p, rho))
+    residual = gar.safe_div(gar.sub(p, gar.mul(m, reach)), none, gar.zero)
+    wrong = gar.add(gar.mul(m, reach), residual)  # forgets the factor none = P(no draft accepted)
+    facts = [p >= 0, p <= 1, q >= 0, q <= 1, rho >= 1, none >= 0, none <= 1]
+    assert check_z3("wrong", "", gar, facts, wrong == p).verdict == Verdict.REFUTED
