@@ -227,3 +227,15 @@ def test_a_probability_0_token_is_certain_and_names_its_position():
     best = result.diagnosis()
     assert result.flagged and best.certain and best.family == "impossible" and best.position == 2
     assert "at token position 2" in result.diagnosis_line()
+
+
+def test_progress_is_one_bar_with_percentage_or_lines_to_a_callable(capsys):
+    suite = [s for s in default_suite() if "large" not in s.tags][:3]
+    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=True)
+    err = capsys.readouterr().err
+    assert "specproof check: 100%" in err and "600/600" in err
+    lines = []
+    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=lines.append)
+    assert len(lines) == 3 * 4 and lines[-1].endswith("look 4/4, 0 events rejected")
+    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=False)
+    assert capsys.readouterr().err == ""
