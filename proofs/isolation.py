@@ -5,7 +5,8 @@ for its :class:`~specproof.proofs.outcomes.ProofResult`.  On expiry the child is
 result is INCONCLUSIVE with the reason (z3's own ``rlimit`` still bounds every single check).  A
 :class:`~specproof.proofs.errors.SpecproofInputError` raised in the child (a user rule's usage
 error) is raised again in the parent; a child that dies or raises anything else is reported through
-``on_crash`` (a usage error for user rules: the rule's own code killed its process).
+``on_crash`` (a usage error for user rules: the rule's own code killed its process).  Inside a
+daemonic worker process (which may not fork) the call runs in that process, without the time bound.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ def _child(fn: Callable[[], Any], conn: Any) -> None:
 def run_in_child(fn: Callable[[], Any], timeout: float) -> tuple[str, Any]:
     """``fn()`` in a forked child, at most ``timeout`` seconds: ``("ok", value)``, ``("crash", text)``,
     ``("timeout", None)`` or ``("died", exit code)``; a SpecproofInputError is raised again here."""
+    if multiprocessing.current_process().daemon:  # a daemonic worker may not fork: run here, unbounded
+        try:
+            return "ok", fn()
+        except SpecproofInputError:
+            raise
+        except BaseException as err:
+            return "crash", f"{type(err).__name__}: {err}"
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(fn, send), daemon=True)
