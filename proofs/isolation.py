@@ -44,7 +44,7 @@ def run_in_child(fn: Callable[[], Any], timeout: float) -> tuple[str, Any]:
             return "ok", fn()
         except SpecproofInputError:
             raise
-        except BaseException as err:
+        except (Exception, SystemExit) as err:
             return "crash", f"{type(err).__name__}: {err}"
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)

@@ -120,3 +120,20 @@ def test_golden_tables_cover_the_files():
 def test_misuse_is_a_usage_error_naming_the_fix(name, message):
     with pytest.raises(SpecproofInputError, match=message):
         prove_rule(load_user_rule(f"{GOLDEN / 'misuse_rules.py'}:{name}"), Settings(drift=False, timeout=60))
+
+
+def test_through_the_cli_wrong_rules_exit_one_with_witnesses_in_the_json(tmp_path, capsys):
+    import json
+
+    import specproof.harness.cli as cli
+    out = tmp_path / "golden.json"
+    rules = [f"{GOLDEN / 'wrong_rules.py'}:{name}" for name in ("swapped_test", "acceptance_over_one")]
+    argv = ["prove", "--no-drift", "--json", str(out)] + [a for r in rules for a in ("--rule", r)]
+    assert cli.main(argv) == 1
+    text = capsys.readouterr().out
+    assert text.count("REFUTED") == 3 and "PROVED " not in text.replace("EXPECTED PROVED", "")
+    results = {r["rule"]: r for r in json.loads(out.read_text())["results"]}
+    swapped, over = results["w-swapped-test"], results["w-acceptance-over-one"]
+    assert swapped["tv"] == "1/2" and swapped["counterexample"]["extra"]["acceptance_test_law"] == ["1/1", "0/1"]
+    assert over["scope"] == "n = 2 (exact witness)" and "not a probability" in over["counterexample"]["extra"][
+        "not_a_sampling_rule"]
