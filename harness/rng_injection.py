@@ -279,9 +279,15 @@ class _Run:
                 return self.call(self.real, self.drafts, self.seed)
 
 
+def _counts(out: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int]:
+    """(rows with a probability-0 token, rows whose leading tokens are not the drafts): ``check._impossible``."""
+    zero_token, mismatch = _impossible(out, drafts, real)[:2]
+    return zero_token, mismatch
+
+
 def _flagged_rows(run: _Run, out: torch.Tensor, rows: list[int], problem: int) -> list[int]:
     """The rows among ``rows`` that show ``problem`` (``check._impossible`` one row at a time)."""
-    return [r for r in rows if _impossible(out[r:r + 1], run.drafts[r:r + 1], run.real)[problem]]
+    return [r for r in rows if _counts(out[r:r + 1], run.drafts[r:r + 1], run.real)[problem]]
 
 
 def _describe_row(run: _Run, out: torch.Tensor, base: torch.Tensor, row: int) -> str:
@@ -297,7 +303,8 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
                        records: list[DrawRecord]) -> tuple[list[InjectionFinding], int, list[EdgeValue]]:
     name, rows = run.real.scenario.name, run.drafts.shape[0]
     findings: list[InjectionFinding] = []
-    for problem, count in enumerate(_impossible(base, run.drafts, run.real)):
+    unaided = _counts(base, run.drafts, run.real)
+    for problem, count in enumerate(unaided):
         if count:
             first = _flagged_rows(run, base, list(range(rows)), problem)[0]
             findings.append(InjectionFinding(name, _PROBLEMS[problem], None, None, (), Fraction(0), rows, count,
@@ -325,10 +332,11 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
                 continue
             # rows the injection changed that now fail and did not fail unaided (the baseline)
             changed = torch.nonzero((out != base).any(dim=1)).squeeze(1).tolist()
-            if not any(_impossible(out[changed], run.drafts[changed], run.real)):
+            if not any(_counts(out[changed], run.drafts[changed], run.real)):
                 continue
             new = [_flagged_rows(run, out, changed, p) for p in range(len(_PROBLEMS))]
-            new = [sorted(set(rs) - set(_flagged_rows(run, base, rs, p))) for p, rs in enumerate(new)]
+            new = [sorted(set(rs) - set(_flagged_rows(run, base, rs, p))) if not unaided[p] else []
+                   for p, rs in enumerate(new)]  # a problem seen unaided needs no rare draw to explain it
             if not any(new):
                 continue
             again = injected()[1]  # the same pass again: a finding must reproduce

@@ -231,6 +231,13 @@ def test_unguarded_exponential_race_flagged_by_a_zero_key():
     assert result.findings[0].edges[0].probability == TWO**-53
 
 
+def test_unaided_failure_is_reported_without_an_edge():
+    """A bug that emits probability-0 tokens on ordinary draws is not credited to an injected value."""
+    result = inject_check(impls.get("target-rows-shifted").fn, rows=ROWS)
+    assert result.flagged and all(f.kind is None and f.reproducible for f in result.findings)
+    assert "without injection" in result.findings[0].describe()
+
+
 def test_raise_under_injection_is_a_finding():
     result = inject_check(raises_on_zero, rows=ROWS)
     assert result.flagged and result.findings[0].problem == "broke the contract or raised"
