@@ -86,14 +86,22 @@ def _grid_points(law: PairLaw, n: int, den: int, cap: int) -> Iterable[dict[str,
 
 
 def find_counterexample(law: PairLaw, *, seeds: Iterable[Inputs] = (), sizes: Iterable[int] = (2, 3),
-                        dens: Iterable[int] = (1, 2, 3, 4, 5, 6), cap: int = 6000) -> Counterexample | None:
+                        dens: Iterable[int] = (1, 2, 3, 4, 5, 6), cap: int = 6000,
+                        skip: tuple[type[BaseException], ...] = ()) -> Counterexample | None:
     """Seeds first, then the grid; None when no point with TV > 0 was found (not a proof).
 
     Points where the rule's output is itself a law are preferred; one where it is not (a residual
-    with no mass, say) is returned only if the whole search finds nothing else."""
+    with no mass, say) is returned only if the whole search finds nothing else.  A point whose
+    evaluation raises one of ``skip`` is passed over."""
+    def at(laws: Inputs) -> Counterexample | None:
+        try:
+            return evaluate(law, laws)
+        except skip:
+            return None
+
     for seed in seeds:
-        found = evaluate(law, seed)
-        if found.tv > 0:
+        found = at(seed)
+        if found is not None and found.tv > 0:
             return found
     fallback: Counterexample | None = None
     for n in sizes:
@@ -105,8 +113,8 @@ def find_counterexample(law: PairLaw, *, seeds: Iterable[Inputs] = (), sizes: It
                 break
             best: Counterexample | None = None
             for laws in points:
-                found = evaluate(law, laws)
-                if found.tv == 0:
+                found = at(laws)
+                if found is None or found.tv == 0:
                     continue
                 if not _is_law(found.output):
                     fallback = fallback or found

@@ -48,6 +48,7 @@ WRONG = [  # (variable, scope, TV, p, q)
     ("u_below_q", "n = 2", "1/2", ("1/2", "1/2"), ("1", "0")),
     ("swapped_log_test", "n = 2", "1/2", ("1/2", "1/2"), ("1", "0")),
     ("squared_p_test", "n = 2", "1/4", ("1/2", "1/2"), ("1", "0")),
+    ("squared_u_test", "n = 2", "1/4", ("1/4", "3/4"), ("1", "0")),  # P(u^2 < A) = sqrt(A): rational points only
     ("shifted_acceptance", "n = 2", "0", ("0", "1"), ("0", "1")),
     ("negative_acceptance", "n = 2", "0", ("0", "1"), ("1", "0")),
     ("steep_residual", "n = 2", "0", ("0", "1"), ("0", "1")),
@@ -68,7 +69,7 @@ WRONG = [  # (variable, scope, TV, p, q)
 NOT_A_SAMPLING_RULE = {"acceptance_over_one", "negative_residual", "over_one_zero_p", "shifted_acceptance",
                        "negative_acceptance", "steep_residual"}
 TEST_LAW = {"swapped_test", "u_below_p", "weakened_test", "halved_test", "u_below_q", "swapped_log_test",
-            "squared_p_test"}
+            "squared_p_test", "squared_u_test"}
 
 MISUSE = [  # (variable, what the message must name)
     ("tuple_trick", "isinstance"), ("divides", "ar.safe_div"), ("condition", "returned a condition"),

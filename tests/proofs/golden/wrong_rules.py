@@ -47,6 +47,7 @@ halved_test = _rule("w-halved-test", test=lambda ar, u, p, q: ar.lt(ar.mul(u, ar
 u_below_q = _rule("w-u-below-q", test=lambda ar, u, p, q: ar.lt(u, q))
 swapped_log_test = _rule("w-swapped-log-test",
                          test=lambda ar, u, p, q: ar.lt(ar.add(ar.log(u), ar.log(p)), ar.log(q)))
+squared_u_test = _rule("w-squared-u-test", test=lambda ar, u, p, q: ar.lt(ar.mul(u, u), ar.safe_div(p, q, ar.zero)))
 squared_p_test = _rule("w-squared-p-test", test=lambda ar, u, p, q: ar.lt(ar.mul(u, q), ar.mul(p, p)))
 # -- acceptance outside [0, 1] -----------------------------------------------------------------------
 shifted_acceptance = _rule("w-shifted-acceptance",
