@@ -355,7 +355,9 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
     """Run a batched-contract ``verify`` under edge injection on scenarios with target zeros.
 
     Per scenario: one baseline pass (records the draws), then per injectable kind seen and per edge
-    label one pass injecting that edge into ``fraction`` of the entries, run twice (reproducibility).
+    label one pass injecting that edge into ``fraction`` of the entries; a pass that fails is run
+    again and must give the same output (``reproducible``).  Only rows that fail under injection and
+    not in the baseline are credited to the edge; a problem the baseline shows is reported unaided.
     ``scenarios`` default :func:`zero_target_scenarios`; ``rows`` per scenario.  A contract violation
     or exception in the baseline pass is a usage error (raised); under injection it is a finding."""
     name = dtype_name(dtype)
@@ -365,7 +367,8 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
         raise SpecproofInputError("rows", f"{rows!r} is not a positive integer", f"pass e.g. {DEFAULT_ROWS}")
     bad = [k for k in kinds if k not in DRAW_KINDS]
     if bad or not kinds:
-        raise SpecproofInputError("kinds", f"{bad or kinds!r}", f"use a non-empty subset of {DRAW_KINDS}")
+        raise SpecproofInputError("kinds", f"unknown or no draw kinds ({bad or list(kinds)!r})",
+                                  f"use a non-empty subset of {DRAW_KINDS}")
     frac = _fraction(fraction)
     check_timeout(timeout)
     torch_device = _device(device)

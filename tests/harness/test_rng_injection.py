@@ -18,7 +18,7 @@ from specproof.harness.scenarios import Scenario
 from specproof.impls._round import assemble_emitted, drafted_probs, leading_accepts
 from specproof.impls.acceptance import accept_log, accept_product, accept_ratio
 from specproof.impls.canonical import final_weights, inverse_cdf_round
-from specproof.impls.sampling import draw_exponential_race, draw_inverse_cdf, draw_multinomial
+from specproof.impls.sampling import draw_exponential_race, draw_multinomial
 
 ROWS = 256
 TWO = Fraction(2)
