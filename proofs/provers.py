@@ -23,13 +23,14 @@ from typing import Any, Iterable, Mapping
 
 from .backends.exact import ExactArith
 from .obligations import step_evidence, step_pair_law
-from .outcomes import DEFAULT_RLIMIT, DEFAULT_TIMEOUT, Obligation, ProofResult, Verdict, WorstCase, solver_versions
+from .errors import SpecproofInputError
+from .outcomes import DEFAULT_RLIMIT, Obligation, ProofResult, Verdict, WorstCase, solver_versions
 from .rules import StepRule
 from .search import PairLaw, find_counterexample, simplex_grid, worst_case
 from .verdicts import Goal, decide
 
 __all__ = ["Settings", "step_pair_law", "prove_step_rule", "refutation", "drift", "grid_acceptance",
-           "grid_notes", "DEFAULT_TIMEOUT"]
+           "grid_notes"]
 
 GRID_BITS = (8, 24)
 """Uniform grids for the notes: 2^-8 (bfloat16 uniforms on CPU) and 2^-24 (float32)."""
@@ -38,7 +39,8 @@ GRID_BITS = (8, 24)
 @dataclass(frozen=True)
 class Settings:
     """Solver limit per check, whether to compute worst-case drift for refuted rules, and the time
-    budget per rule in seconds (None: run in this process without a limit)."""
+    budget per rule in seconds (None: run in this process without a limit; ``specproof prove``
+    passes ``--timeout``, default :data:`~specproof.proofs.outcomes.DEFAULT_TIMEOUT`)."""
 
     rlimit: int = DEFAULT_RLIMIT
     drift: bool = True
@@ -46,7 +48,6 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
-            from .errors import SpecproofInputError
             raise SpecproofInputError("timeout", f"{self.timeout} is not a positive finite number of seconds",
                                       "pass e.g. 120")
 
@@ -154,7 +155,7 @@ def prove_step_rule(rule: StepRule, settings: Settings = Settings(), *,
         method = f"exact witness ({ev.witness_kind})"
         n = str(len(ev.witness.p)) if ev.witness else ""
     elif decision.verdict == Verdict.BOUNDED:
-        method, n = _METHOD["bounded"], "2..4"
+        method, n = _METHOD["bounded"], decision.scope.removeprefix("n = ").removesuffix(" (bounded)")
     else:
         method, n = _METHOD["every n"], "all" if decision.verdict == Verdict.PROVED else "none"
     return ProofResult(rule.name, rule.claim, decision.verdict, method, n, time.perf_counter() - start,
