@@ -192,8 +192,9 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
     obligations = [_t3_premise(settings.rlimit)]
     # (the former z3 "induction step", a + R r' = r and L_j = r' |- a + sum_j b_j L_j = r, followed from
     # its hypotheses by rewriting alone and never looked at recursive_rejection_law)
-    hypothesis = "the remaining levels output their own target r_{i+1} for ANY draft law (induction on the " \
-                 "levels from the last; base: after k rejections recursive_rejection_law samples r_{k+1})"
+    hypothesis = ("the hypothesis that the remaining levels output their own target r_{i+1} for ANY draft law "
+                  "(induction on the levels from the last; base: after k rejections recursive_rejection_law "
+                  "samples r_{k+1})")
     if replacement:
         gar = GenericCoordinateArith()
         level = rrs_level(gar, gar.p, gar.q, lambda r_next, q_next: r_next, replacement=True)
