@@ -16,9 +16,11 @@ Python spelling (``torch.rand``, ``rand_like``, ``Tensor.uniform_``, ``empty(..)
 and hands over the output tensor to edit; a function mode sees only Python-level calls and would have
 to know every alias.  Reachable: eager ATen calls on CPU tensors (``aten.rand``, ``rand_like``,
 ``uniform_``/``uniform`` on ``[0, 1)``, ``exponential_``/``exponential`` with rate 1).  Seen and counted
-but not injected (no exact edge model here): ``multinomial`` (its edge, ``E = 0`` in the race inside
-the C++ kernel, runs with the mode off; torch's own defect, see :mod:`.rng_edges`), ``randn``,
-``randint``, ``bernoulli``, ``normal_``, ``randperm``, other ranges or rates, CUDA tensors.  Not
+but not injected (no exact edge model here): ``randn``, ``randint``, ``bernoulli``, ``normal_``,
+``randperm``, other ranges or rates, CUDA tensors.  ``multinomial(w, 1)`` draws its exponential keys
+inside the C++ kernel (unseen by the mode); kind ``"multinomial"`` (opt-in, not in the default
+``kinds``) replays them from the saved generator state and injects their edges: an ``E = 0`` key at a
+zero weight makes ``0/0 = NaN`` win, torch's own sampler defect, not the verifier's rule.  Not
 reachable: draws inside ``torch.compile`` graphs (the mode sets the documented
 ``ignore_compile_internals``: compiled regions run compiled and unseen, their RNG is inductor's own;
 without it dynamo refuses to compile under a user dispatch mode), custom C++/CUDA/Triton kernels, and
@@ -48,9 +50,12 @@ from .check_result import DEFAULT_TIMEOUT
 from .convert import DTYPES, dtype_name
 from .reference import fraction_string
 from .rng_edges import DRAW_KINDS, EDGE_LABELS, EdgeValue, edge_values
+
+INJECTABLE_KINDS = DRAW_KINDS + ("multinomial",)  # multinomial: edges of its internal exponential keys
+_LABELS = {**EDGE_LABELS, "multinomial": EDGE_LABELS["exponential"]}
 from .scenarios import Realisation, Scenario, default_suite
 
-__all__ = ["EdgeInjection", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
+__all__ = ["EdgeInjection", "INJECTABLE_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
            "zero_target_scenarios", "DEFAULT_FRACTION", "DEFAULT_ROWS"]
 
 DEFAULT_FRACTION = Fraction(1, 16)
@@ -64,7 +69,7 @@ def _ops(*names: str) -> set:
 
 _UNIFORM = _ops("rand", "rand_like", "uniform_", "uniform")
 _EXPONENTIAL = _ops("exponential_", "exponential")
-_OTHER = _ops("multinomial", "randn", "randn_like", "randint", "randint_like", "bernoulli", "bernoulli_",
+_OTHER = _ops("randn", "randn_like", "randint", "randint_like", "bernoulli", "bernoulli_",
               "normal", "normal_", "randperm", "random_", "poisson", "cauchy_", "log_normal_", "geometric_",
               "binomial", "_standard_gamma", "_sample_dirichlet", "native_dropout", "rrelu_with_noise")
 
@@ -90,8 +95,6 @@ def _argument(args: tuple, kwargs: dict, position: int, name: str, default: floa
 def _classify(packet: Any, args: tuple, kwargs: dict, out: Any) -> tuple[str | None, str | None]:
     """``(kind, None)`` for an injectable draw, ``(None, reason)`` for another random op, else both None."""
     if packet in _OTHER:
-        if packet is _ATEN.multinomial:
-            return None, "edge inside torch's C++ sampler (E = 0 in its race), not injectable"
         return None, "no edge model for this distribution"
     if packet not in _UNIFORM and packet not in _EXPONENTIAL:
         return None, None
@@ -125,8 +128,43 @@ class EdgeInjection(TorchDispatchMode):
         """torch.compile regions run compiled, unseen (their RNG is inductor's): documented hook."""
         return True
 
+    def _mask(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """Entries to overwrite: each with probability exactly ``num/den`` (the harness's own generator)."""
+        num, den = self.fraction.numerator, self.fraction.denominator
+        return torch.randint(0, den, tuple(shape), generator=self.mask_generator) < num
+
+    def _multinomial(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """``torch.multinomial(w, 1)`` on CPU is ``argmax(w / E)``, ``E = exponential_`` in ``w``'s dtype from
+        the same generator: ``E`` is replayed from the saved generator state and the race checked against
+        the real result before edges are written into ``E`` (kind ``"multinomial"``)."""
+        w = args[0]
+        samples = int(kwargs.get("num_samples", args[1] if len(args) > 1 else 1))
+        dtype = str(w.dtype).replace("torch.", "")
+        modelled = w.device.type == "cpu" and samples == 1 and dtype in DTYPES and w.dim() in (1, 2)
+        source = kwargs.get("generator") or torch.random.default_generator
+        state = source.get_state() if modelled else None
+        out = func(*args, **kwargs)
+        record = DrawRecord("aten.multinomial", "multinomial" if modelled else None, dtype, str(w.device), w.numel(),
+                            None if modelled else "only one sample from CPU weights is modelled")
+        if modelled and self.kind == "multinomial" and w.numel():
+            replay = torch.Generator()
+            replay.set_state(state)
+            keys = torch.empty_like(w).exponential_(generator=replay)
+            if not torch.equal((w / keys).argmax(-1, keepdim=True), out):
+                record.kind, record.reason = None, "the replayed race differs from torch.multinomial"
+            else:
+                edge = next(e for e in edge_values("exponential", dtype) if e.label == self.label)
+                mask = self._mask(tuple(keys.shape))
+                keys.masked_fill_(mask, float(edge.value))
+                out.copy_((w / keys).argmax(-1, keepdim=True))  # torch's own steps: div, then argmax
+                record.injected, record.edge = int(mask.sum()), edge
+        self.records.append(record)
+        return out
+
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if func.overloadpacket is _ATEN.multinomial:
+            return self._multinomial(func, args, kwargs)
         out = func(*args, **kwargs)  # the real draw: the generator advances as it would without the mode
         kind, reason = _classify(func.overloadpacket, args, kwargs, out)
         if kind is None and reason is None:
@@ -137,8 +175,7 @@ class EdgeInjection(TorchDispatchMode):
                             out.numel() if isinstance(out, torch.Tensor) else 0, reason)
         if kind is not None and kind == self.kind and out.numel():
             edge = next(e for e in edge_values(kind, dtype) if e.label == self.label)
-            num, den = self.fraction.numerator, self.fraction.denominator
-            mask = torch.randint(0, den, tuple(out.shape), generator=self.mask_generator) < num
+            mask = self._mask(tuple(out.shape))
             out.masked_fill_(mask, float(edge.value))  # exact: the value is in the dtype
             record.injected, record.edge = int(mask.sum()), edge
         self.records.append(record)
@@ -177,7 +214,9 @@ class InjectionFinding:
             head = f"{self.scenario}: {self.problem} without injection ({self.flagged_rows}/{self.rows} rows)"
         else:
             est = self.estimated_rate
-            head = (f"{self.scenario}: {self.problem} when a {self.kind} draw is {self.label} "
+            draw = ("an exponential key inside torch.multinomial (torch's own sampler, not the verifier's rule)"
+                    if self.kind == "multinomial" else f"a {self.kind} draw")
+            head = (f"{self.scenario}: {self.problem} when {draw} is {self.label} "
                     f"({'; '.join(e.describe() for e in self.edges)}); {self.flagged_rows}/{self.rows} rows "
                     f"with {fraction_string(self.fraction)} of entries injected")
             if est is not None:
@@ -220,7 +259,7 @@ class InjectionResult:
         for r in self.draws:
             key = (r.op, r.dtype, r.device, r.kind, r.reason)
             seen[key] = seen.get(key, 0) + r.entries
-        return [f"{op} {dt} on {dev}: {n} entries, " + (f"injected as {kind}" if kind else f"not injected ({why})")
+        return [f"{op} {dt} on {dev}: {n} entries, " + (f"injectable as {kind}" if kind else f"not injected ({why})")
                 for (op, dt, dev, kind, why), n in seen.items()]
 
     def summary(self) -> str:
@@ -313,7 +352,7 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
     passes, tried = 0, []
     seen = sorted({r.kind for r in records if r.kind in kinds})
     for kind in seen:
-        for label in EDGE_LABELS[kind]:
+        for label in _LABELS[kind]:
             passes += 1
 
             def injected() -> tuple[EdgeInjection, torch.Tensor | str]:
@@ -365,10 +404,10 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
         raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise SpecproofInputError("rows", f"{rows!r} is not a positive integer", f"pass e.g. {DEFAULT_ROWS}")
-    bad = [k for k in kinds if k not in DRAW_KINDS]
+    bad = [k for k in kinds if k not in INJECTABLE_KINDS]
     if bad or not kinds:
         raise SpecproofInputError("kinds", f"unknown or no draw kinds ({bad or list(kinds)!r})",
-                                  f"use a non-empty subset of {DRAW_KINDS}")
+                                  f"use a non-empty subset of {INJECTABLE_KINDS}")
     frac = _fraction(fraction)
     check_timeout(timeout)
     torch_device = _device(device)

@@ -153,7 +153,7 @@ def test_mode_sees_every_spelling_and_injects_a_known_fraction():
     kinds = [(r.op, r.kind) for r in mode.records]
     assert kinds[:5] == [("aten.rand", "uniform"), ("aten.rand_like", "uniform"), ("aten.uniform_", "uniform"),
                          ("aten.uniform_", None), ("aten.exponential_", "exponential")]
-    assert mode.records[5].op == "aten.multinomial" and mode.records[5].kind is None
+    assert mode.records[5].op == "aten.multinomial" and mode.records[5].injected == 0
     for tensor, record in zip((a, b, c), mode.records):
         assert int((tensor == 0).sum()) == record.injected and 0.2 < record.injected / 4096 < 0.3
     assert int((d == 0).sum()) == 0 and mode.records[3].injected == 0 and int((e == 0).sum()) == 0
@@ -161,6 +161,25 @@ def test_mode_sees_every_spelling_and_injects_a_known_fraction():
         f = torch.empty(8).exponential_()
         g = torch.nn.functional.gumbel_softmax(torch.zeros(4, 3))  # exponential_ inside a composite op
     assert bool((f == 0).all()) and bool(torch.isnan(g).all())
+
+
+def test_multinomial_race_is_replayed_exactly():
+    w = torch.rand(32, 50, generator=torch.Generator().manual_seed(1)) ** 4
+    plain = torch.multinomial(w, 1, generator=torch.Generator().manual_seed(2))
+    with EdgeInjection() as seen:
+        same = torch.multinomial(w, 1, generator=torch.Generator().manual_seed(2))
+    with EdgeInjection("multinomial", "largest", Fraction(1)) as mode:  # every key E = 53 ln 2: argmax w
+        top = torch.multinomial(w, 1, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(plain, same) and seen.records[0].kind == "multinomial"
+    assert torch.equal(top.squeeze(1), w.argmax(-1)) and mode.records[0].injected == w.numel()
+
+
+def test_torch_multinomial_zero_key_is_a_sampler_finding():
+    """Opt-in: torch.multinomial itself emits a zero-weight token when a key E == 0 (2^-53 in float32)."""
+    result = inject_check(impls.get("canonical-ratio-multinomial").fn, rows=ROWS, kinds=("multinomial",))
+    assert result.flagged and {(f.kind, f.label) for f in result.findings} == {("multinomial", "zero")}
+    assert result.findings[0].edges[0].probability == TWO**-53
+    assert "torch's own sampler" in result.findings[0].describe()
 
 
 @pytest.mark.slow  # torch.compile start-up (seconds)
