@@ -295,7 +295,8 @@ def _stop_workers(pool: Any) -> None:
     for process in processes:
         process.join(timeout=10)
         if process.is_alive():
-            process.kill()
+            process.kill()  # SIGTERM ignored or blocked (inherited): SIGKILL cannot be
+            process.join()
 
 
 def _registry_records(records: list[Any]) -> bool:
