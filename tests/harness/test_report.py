@@ -396,8 +396,11 @@ def test_stopping_the_pool_terminates_running_workers_at_once():
         futures = [pool.submit(time.sleep, 600) for _ in range(2)]
         while not all(f.running() for f in futures):
             time.sleep(0.05)
-        processes = list(pool._processes.values())
         report_module._stop_workers(pool)
+        processes = list(pool._processes.values())
+        assert processes
+        for process in processes:  # the tasks sleep 600 s; stopped workers end long before
+            process.join(timeout=60)
         assert not any(p.is_alive() for p in processes)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
