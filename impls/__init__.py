@@ -10,28 +10,28 @@ This package never imports ``specproof.harness``: it is the code under test.
 
 from __future__ import annotations
 
-from .acceptance import accept_log, accept_product, accept_ratio
-from .block import block_verify, block_verify_uniforms
-from .canonical import (
+from specproof.impls.kernels.acceptance import accept_log, accept_product, accept_ratio
+from specproof.impls.verifiers.block import block_verify, block_verify_uniforms
+from specproof.impls.verifiers.canonical import (
     canonical_log_invcdf, canonical_log_multinomial, canonical_log_race, canonical_log_uniforms,
     canonical_product_invcdf, canonical_product_multinomial, canonical_product_race,
     canonical_product_uniforms, canonical_ratio_invcdf, canonical_ratio_multinomial,
     canonical_ratio_race, canonical_ratio_uniforms,
 )
-from .catalogue import default_registry
-from .compiled import (
+from specproof.impls.records import default_registry
+from specproof.impls.verifiers.compiled import (
     canonical_log_invcdf_compiled, canonical_log_uniforms_compiled,
     canonical_product_invcdf_compiled, canonical_product_uniforms_compiled,
     canonical_ratio_invcdf_compiled, canonical_ratio_uniforms_compiled,
 )
-from .greedy import greedy_verify
-from .multidraft import multidraft_rrs
-from .processors import MinP, Processors, RepetitionPenalty, Temperature, TopK, TopP, VocabMask
-from .registry import CONTRACTS, RULES, Implementation, Registry
-from .sampling import draw_exponential_race, draw_inverse_cdf, draw_multinomial
-from .transformers_adapter import transformers_speculative_sampling
-from .whitebox import StepLaw, step_log, step_product, step_ratio, step_residual_clamped
-from . import mutants
+from specproof.impls.verifiers.greedy import greedy_verify
+from specproof.impls.verifiers.multidraft import multidraft_rrs
+from specproof.impls.processors import MinP, Processors, RepetitionPenalty, Temperature, TopK, TopP, VocabMask
+from specproof.impls.registry import CONTRACTS, RULES, Implementation, Registry
+from specproof.impls.kernels.sampling import draw_exponential_race, draw_inverse_cdf, draw_multinomial
+from specproof.impls.adapters.transformers_adapter import transformers_speculative_sampling
+from specproof.impls.verifiers.whitebox import StepLaw, step_log, step_product, step_ratio, step_residual_clamped
+from specproof.impls import zoo as mutants
 
 __all__ = [
     "implementations", "get", "Implementation", "Registry", "CONTRACTS", "RULES",

@@ -23,12 +23,12 @@ from typing import Callable, Iterable, Iterator
 
 import torch
 
-from ._validation import SUPPORTED_DTYPES
+from specproof.impls.contract import SUPPORTED_DTYPES
 
 __all__ = ["Implementation", "Registry", "CONTRACTS", "RULES", "DEVICES", "source_text"]
 
 CONTRACTS = ("batched", "uniforms", "whitebox", "multidraft")
-# Names of the rule catalogue (specproof.proofs.rules step rules, plus the multi-position rules).
+# Names of the rule catalogue (specproof.proofs.laws.step_rules step rules, plus the multi-position rules).
 RULES = ("canonical", "canonical-mul", "canonical-log", "canonical-le", "greedy", "block",
          "multidraft-rrs", "resample-from-target", "top-k-accept")
 DEVICES = ("cpu", "cuda")

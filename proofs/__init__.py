@@ -15,30 +15,30 @@
 # which needs none of them (``--help``, ``reference``) should not pay.
 from __future__ import annotations
 
-from .lazy_exports import make_lazy
+from specproof.proofs.lazy_exports import make_lazy
 
 _EXPORTS: dict[str, str] = {  # public name -> the submodule that defines it
-    "Arith": "arith",
-    **dict.fromkeys(("ExactArith", "ExactLog", "ExactLogSum"), "backends.exact"),
-    "SympyArith": "backends.sympy_backend",
-    "TorchArith": "backends.torch_backend",
-    "Z3Arith": "backends.z3_backend",
+    "Arith": "arith.interface",
+    **dict.fromkeys(("ExactArith", "ExactLog", "ExactLogSum"), "arith.exact"),
+    "SympyArith": "arith.sympy_backend",
+    "TorchArith": "arith.torch_backend",
+    "Z3Arith": "arith.z3_backend",
     "SpecproofInputError": "errors",
     **dict.fromkeys(("MAX_SEQUENCES", "SequenceLaw", "ToyPair", "check_enumeration", "continued_law",
-                     "law_tv", "round_law", "target_law"), "sequences"),
+                     "law_tv", "round_law", "target_law"), "laws.sequences"),
     **dict.fromkeys(("CANONICAL", "CANONICAL_LESS_EQUAL", "CANONICAL_LOG", "CANONICAL_MULTIPLICATION",
                      "ENSEMBLE", "GREEDY", "LENIENCE", "RESAMPLE_FROM_TARGET", "TOP_K_ACCEPT", "TYPICAL",
                      "StepLaw", "StepRule", "get_step_rule", "register_step_rule", "step_law",
-                     "step_rules"), "rules"),
+                     "step_rules"), "laws.step_rules"),
     **dict.fromkeys(("DEFAULT_RLIMIT", "Assumption", "Basis", "Counterexample", "Obligation", "ProofResult",
-                     "Verdict", "WorstCase"), "outcomes"),
-    "PairLaw": "search",
-    **dict.fromkeys(("Settings", "prove_step_rule"), "provers"),
-    **dict.fromkeys(("Theorem", "prove_theorem", "theorems"), "theorems"),
+                     "Verdict", "WorstCase"), "engine.results"),
+    "PairLaw": "engine.counterexamples",
+    **dict.fromkeys(("Settings", "prove_step_rule"), "claims.pipeline"),
+    **dict.fromkeys(("Theorem", "prove_theorem", "theorems"), "claims.theorems"),
     **dict.fromkeys(("CatalogueEntry", "catalogue", "load_user_rule", "prove_all", "prove_entry", "prove_rule",
-                     "resolve_rule"), "catalogue"),
-    "RuleUsageError": "opaque",
-    "decide": "verdicts",
+                     "resolve_rule"), "claims.catalogue"),
+    "RuleUsageError": "claims.opaque",
+    "decide": "engine.verdicts",
 }
 
 make_lazy(__name__, _EXPORTS)

@@ -41,7 +41,7 @@ class _LazyPackage(types.ModuleType):
 
 def make_lazy(package: str, exports: Mapping[str, str]) -> None:
     """Serve ``exports`` on first use: public name -> its module, relative to ``package`` (``"rules"``)
-    or absolute (``"specproof.proofs.rules"``)."""
+    or absolute (``"specproof.proofs.laws.step_rules"``)."""
     module = sys.modules[package]
     module.__dict__["_lazy_exports"] = dict(exports)
     module.__class__ = _LazyPackage

@@ -1,10 +1,16 @@
 """Shared test configuration: hypothesis profiles and the gpu marker's skip."""
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
+
+SUPPORT = Path(__file__).parent / "support"
+"""Test helpers shared across folders (targets, input builders, the second statistical engine)."""
+sys.path.insert(0, str(SUPPORT))
 
 settings.register_profile("default", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -9,9 +9,9 @@ import torch
 
 from impls_inputs import DTYPES
 from specproof.impls import get
-from specproof.impls.acceptance import ACCEPTANCE_TESTS
-from specproof.impls.canonical import inverse_cdf_round
-from specproof.impls.compiled import LazyCompiled
+from specproof.impls.kernels.acceptance import ACCEPTANCE_TESTS
+from specproof.impls.verifiers.canonical import inverse_cdf_round
+from specproof.impls.verifiers.compiled import LazyCompiled
 
 
 def inputs(dtype, batch=200_000, drafts=1, vocab=2, seed=1):

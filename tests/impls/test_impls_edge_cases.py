@@ -6,7 +6,7 @@ import torch
 from impls_inputs import DTYPES, random_round
 from specproof.harness import exact_reference
 from specproof.impls import get, implementations, step_ratio, step_residual_clamped
-from specproof.impls.sampling import draw_inverse_cdf, race_winner
+from specproof.impls.kernels.sampling import draw_inverse_cdf, race_winner
 
 EXACT_ROUND = [r for r in implementations(expected_exact=True)
                if r.contract in ("batched", "uniforms")

@@ -21,7 +21,7 @@ from impls_lawcheck import conformance, continue_with_target, emitted_counts, sa
 from specproof.harness import ToyPair, round_law, target_law
 from specproof.impls import get, implementations
 from specproof.proofs import ExactArith
-from specproof.proofs.block import Tables, block_round_law
+from specproof.proofs.laws.block import Tables, block_round_law
 
 ROUNDS = 40_000
 ALPHA = 1e-3

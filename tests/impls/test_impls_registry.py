@@ -9,7 +9,7 @@ import torch
 
 import specproof.impls as impls
 from specproof.impls import CONTRACTS, RULES, Implementation, Registry, get, implementations
-from specproof.impls.catalogue import default_registry
+from specproof.impls.records import default_registry
 from specproof.impls.registry import source_text
 
 ZOO = ("resample-from-target", "top1-acceptance", "greedy-while-sampling", "continue-after-rejection",
@@ -53,7 +53,7 @@ def test_catalogue_covers_the_issue():
 
 
 def test_rule_names_match_the_proofs_catalogue():
-    from specproof.proofs.rules import get_step_rule
+    from specproof.proofs.laws.step_rules import get_step_rule
 
     multi_position = {"block", "multidraft-rrs"}
     for name in set(RULES) - multi_position:

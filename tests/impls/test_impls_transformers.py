@@ -9,7 +9,7 @@ from impls_inputs import random_round
 from impls_lawcheck import conformance, emitted_counts, sample_round_inputs
 from specproof.harness import ToyPair, round_law
 from specproof.impls import get, transformers_speculative_sampling
-from specproof.impls.transformers_adapter import load_transformers_verifier, probs_to_logits
+from specproof.impls.adapters.transformers_adapter import load_transformers_verifier, probs_to_logits
 
 
 def test_adapter_is_deterministic_and_leaves_the_global_rng_alone():

@@ -1,0 +1,162 @@
+"""``bench.md``: the benchmark's figures as one Markdown section (``## Benchmarks``, subsections ``###``),
+rendered from the ``bench.json`` document alone, so a report can embed it or re-render it."""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+from specproof.harness.report.analysis import fmt as _num
+
+__all__ = ["render_markdown"]
+
+
+def _method_cell(method: dict[str, Any]) -> str:
+    """Median rows; for a miss, the largest test tried and what stopped the schedule."""
+    seeds = list(method["per_seed"].values())
+    if method["caught"]:
+        raised = any((s.get("flag") or {}).get("how", "").startswith("raised") for s in seeds)
+        return f"{method['median_rows']:,}" + (" (raised)" if raised else "")
+    largest = max((s["largest_rows_tried"] for s in seeds), default=0)
+    timed = any((s.get("stopped") or "").startswith("time limit") for s in seeds)
+    return f"not caught (up to {largest:,} rows{', time limit' if timed else ''})"
+
+
+def _goal(goal: dict[str, Any]) -> str:
+    met = goal["met"]
+    return "not measured in this mode" if met is None else ("met" if met else "NOT met")
+
+
+def _reference(data: dict[str, Any]) -> list[str]:
+    ref = data["exact_reference"]
+    lines = ["### Exact reference: fast path vs plain Fractions", "",
+             "| V | fast s (best) | plain s | speedup | outputs agree exactly |", "|---:|---:|---:|---:|:--|"]
+    for row in sorted(ref["rows"].values(), key=lambda r: r["vocab"]):
+        lines.append(f"| {row['vocab']:,} | {row['fast_seconds']:.4f} | {row['plain_seconds']:.3f} | "
+                     f"{row['speedup']:.1f}x | {_num(row['outputs_agree_exactly'])} |")
+    lines += ["", f"Growth: fast ~ V^{_num(ref.get('fast_seconds_exponent'))}, "
+                  f"plain ~ V^{_num(ref.get('plain_seconds_exponent'))}.", ""]
+    return lines
+
+
+def _detection(data: dict[str, Any]) -> list[str]:
+    det = data["detection"]
+    methods = ["specproof"] + sorted(m for m in det["methods"] if m != "specproof")  # JSON keys come sorted
+    summary = det["summary"]
+    lines = ["### Detection strength: verifier rows needed to flag each zoo member", "",
+             f"Median over seeds {det['seeds']} of the rows consumed by the first flagging test on a doubling "
+             f"schedule; every method's largest test is capped at {det['row_budget']:,} rows (and a schedule "
+             f"stops before a test predicted to take it past {_num(det['time_limit_seconds'])} s: slow "
+             f"verifiers).", ""]
+    for name in methods:
+        lines.append(f"- `{name}`: {det['methods'][name]}")
+    lines += ["", "| member | " + " | ".join(methods) + " | exact grid |",
+              "|:--|" + "---:|" * len(methods) + ":--|"]
+    for member, rec in det["members"].items():
+        cells = [_method_cell(rec["methods"][m]) for m in methods]
+        grid = rec["grid"]
+        grid_cell = "-" if grid is None else f"{grid['verdict']} on '{grid['scenario']}'"
+        lines.append(f"| {member} | " + " | ".join(cells) + f" | {grid_cell} |")
+    for member, reason in det["excluded"].items():
+        lines.append(f"| {member} | excluded: {reason} |" + " |" * len(methods))
+    misses = [(member, rec["bug"]) for member, rec in det["members"].items()
+              if not rec["methods"]["specproof"]["caught"]]
+    if misses:
+        lines += ["", "Not caught by specproof's sampling within the budget (the defect, as the zoo records it):"]
+        lines += [f"- {member}: {bug}" for member, bug in misses]
+    total = summary["total"]
+    lines += ["", "Caught / total: " + ", ".join(f"{m} {summary['caught'][m]}/{total}" for m in methods)
+              + f"; specproof statistically or on the exact grid "
+                f"{summary['specproof_statistical_or_grid']}/{total}"
+              + (f" (grid only: {', '.join(summary['specproof_grid_only'])})" if summary["specproof_grid_only"] else "")
+              + ".", ""]
+    for baseline in methods[1:]:
+        ratio = summary["row_ratio_baseline_over_specproof"][baseline]
+        if not ratio["members_both_catch"]:
+            lines.append(f"- `{baseline}` / specproof rows: no member caught by both.")
+            continue
+        per = ", ".join(f"{k} {v:.2g}" for k, v in ratio["per_member"].items())
+        lines.append(f"- `{baseline}` rows / specproof rows where both catch ({ratio['members_both_catch']}): "
+                     f"min {ratio['min']:.3g}, median {ratio['median']:.3g}, geometric mean "
+                     f"{ratio['geometric_mean']:.3g} ({per}).")
+        focused = ratio.get("per_member_vs_flagging_scenario_rows") or {}
+        if focused:
+            lines.append(f"  Against specproof's rows in the scenario that flagged (hindsight, diagnostic "
+                         f"only): min {min(focused.values()):.3g}, median {median(focused.values()):.3g}.")
+        if ratio["caught_by_baseline_only"]:
+            lines.append("  Caught by this baseline but not by specproof: "
+                         + ", ".join(ratio["caught_by_baseline_only"]) + ".")
+    alarms = ", ".join(f"{m} {det['false_alarms'][m]['flagged_seeds']}/{det['false_alarms'][m]['seeds']} seeds"
+                       for m in methods)
+    lines += ["", f"False alarms on the exact float32 implementation (same schedules): {alarms}.", ""]
+    return lines
+
+
+def _throughput(data: dict[str, Any]) -> list[str]:
+    tp = data["throughput"]
+    lines = [f"### Throughput through check_verifier (`{tp['implementation']}`, float32, K={tp['k']}, "
+             f"C={tp['classes']})", "",
+             "| device | V | rows | seconds | rows/s | harness share | exact event laws s |",
+             "|:--|---:|---:|---:|---:|---:|---:|"]
+    for device, rows in tp["devices"].items():
+        for row in sorted(rows.values(), key=lambda r: r["vocab"]):
+            lines.append(f"| {device} | {row['vocab']:,} | {row['rows']:,} | {row['seconds']:.2f} | "
+                         f"{_num(row['rows_per_second'])} | {100 * row['harness_share']:.0f}% | "
+                         f"{row['exact_setup_seconds']:.3f} |")
+    lines += ["", tp["cuda_note"] + ".", ""]
+    ks = data["k_series"]
+    lines += [f"K series at V={ks['vocab']:,}: " + ", ".join(
+        f"K={r['k']} {_num(r['rows_per_second'])} rows/s ({100 * r['harness_share']:.0f}% harness)"
+        for r in sorted(ks["rows"].values(), key=lambda r: r["k"])) + ".", ""]
+    return lines
+
+
+def _proofs(data: dict[str, Any]) -> list[str]:
+    pr = data["proofs"]
+    lines = [f"### Proofs (rlimit {pr['settings']['rlimit']:,}, worst-case drift "
+             f"{'on' if pr['settings']['drift'] else 'off'})", "",
+             "| entry | claim | verdict | as expected | seconds |", "|:--|:--|:--|:--|---:|"]
+    for name, e in pr["entries"].items():
+        lines.append(f"| {name} | {e['claim']} | {e['verdict']} | {_num(e['expected_verdict_met'])} | "
+                     f"{e['seconds']:.2f} |")
+    t3 = pr["theorems"]["T3"]
+    lines += [f"| T3 (every n) | theorem | {t3['verdict']} | - | {t3['seconds']:.2f} |", "",
+              f"Total {pr['seconds']:.1f} s.", ""]
+    return lines
+
+
+def _scaling(data: dict[str, Any]) -> list[str]:
+    lines = ["### Scaling (least-squares slope of log seconds on log x)", "",
+             "| figure | fixed | points | exponent |", "|:--|:--|:--|---:|"]
+    for name, fig in data["scaling"]["figures"].items():
+        points = ", ".join(f"{fig['axis'][0].upper()}={int(x):,}: {_num(y)}" for x, y in
+                           sorted(fig["points"].items(), key=lambda kv: int(kv[0])))
+        lines.append(f"| {name} | {fig['fixed']} | {points} | {_num(fig['exponent'])} |")
+    lines.append("")
+    return lines
+
+
+def _load(prov: dict[str, Any], when: str) -> str:
+    values = (prov.get("load_average") or {}).get(when)
+    return "unknown" if not values else "/".join(f"{v:.2f}" for v in values)
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The ``## Benchmarks`` section for one ``bench.json`` document."""
+    prov = data["provenance"]
+    git = prov.get("git", {})
+    lines = ["## Benchmarks", "",
+             f"Mode `{data['mode']}`, {data['total_seconds']:.0f} s in one run on {prov.get('cpu')} "
+             f"({prov.get('cpu_count')} CPUs), torch {prov.get('versions', {}).get('torch')}, commit "
+             f"{(git.get('commit') or 'unknown')[:12]}{' (dirty)' if git.get('dirty') else ''}, "
+             f"{prov.get('date')}; load average (1, 5, 15 min) {_load(prov, 'start')} at the start, "
+             f"{_load(prov, 'end')} at the end.", "", "Goals:", ""]
+    for name, goal in data["goals"].items():
+        measured = goal["measured"]
+        shown = (", ".join(f"{k} {_num(v, 5)}" for k, v in measured.items()) if isinstance(measured, dict)
+                 else _num(measured, 5))
+        lines.append(f"- {goal['statement']}: {_goal(goal)} (measured {shown}).")
+    lines.append("")
+    for part in (_reference, _detection, _throughput, _proofs, _scaling):
+        lines += part(data)
+    return "\n".join(lines).rstrip() + "\n"

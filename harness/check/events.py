@@ -1,0 +1,293 @@
+"""Event families: what the statistical check measures on a scenario, with exact probabilities.
+
+Each family maps every verifier row to a *key* (an integer computed from the emitted tokens) and
+holds a matrix ``M[key, event]`` of per-row contributions in ``[0, 1]`` whose expectation under the
+reference law is the event's exact probability.  Observed means are ``counts @ M / N``.
+
+* ``lossless`` - prefix events of "one round, then plain target sampling to K+1 tokens", on class
+  sequences.  The continuation is never sampled: a row that emitted ``s`` contributes the exact
+  conditional probability that the target would extend ``s`` into the event (Rao-Blackwellisation;
+  the expectation is unchanged and the variance can only drop).  Every lossless rule must match.
+* ``first-token`` - every non-trivial union of first-token buckets (single tokens when V <= 8,
+  otherwise 8 buckets ordered by ``p - q``): any deviation of the first token's law of total
+  variation ``d`` shows as a shift of ``d`` in one of these events.
+* ``bug-class`` - for small vocabularies, the excess set ``{s : P_bad(s) > P(s)}`` of each known
+  incorrect rule in the catalogue (the most powerful single event against that alternative).
+* ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
+  number of accepted drafts (not on deliberately unnormalised inputs, whose emission law differs
+  from the renormalised one for every correct rule).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+import torch
+
+from specproof.proofs.laws.step_rules import StepRule, get_step_rule, step_rules
+from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, target_law
+
+from specproof.harness.exact.reference import _takes_logs
+from specproof.harness.check.scenarios import Realisation, sequence_codes
+
+__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference"]
+
+MAX_BUCKETS = 8
+
+
+@dataclass
+class EventFamily:
+    """Events sharing one row key: names, exact expectations, contribution matrix, tolerances."""
+
+    name: str
+    key: Callable[[torch.Tensor], np.ndarray]
+    n_keys: int
+    matrix: np.ndarray  # [n_keys, n_events] float64 in [0, 1]
+    expected: np.ndarray  # [n_events] float64
+    names: list[str]
+    zero_tolerance: np.ndarray  # [n_events] bool: events of probability exactly 0
+    exact_tv: dict[int, Fraction] = field(default_factory=dict)  # event -> exact TV of its bug class
+    rules: dict[int, str] = field(default_factory=dict)  # event -> the incorrect rule it targets
+    # event -> 1-based token position of the round at which the event's law first differs from the
+    # reference (bug class: first j whose j-token prefix law differs; prefix events: their length)
+    positions: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+
+def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
+    """Number of emitted tokens per row (the contract guarantees no -1 holes)."""
+    return (emitted >= 0).sum(dim=1)
+
+
+def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) -> np.ndarray:
+    """Code of each row's emitted sequence, tokens mapped to ``token % classes`` (alphabet = classes)."""
+    lengths = emitted_lengths(emitted)
+    offsets = torch.as_tensor(sequence_codes(alphabet, k + 1))
+    code = torch.zeros(emitted.shape[0], dtype=torch.int64)
+    for j in range(k + 1):
+        inside = j < lengths
+        code = torch.where(inside, code * alphabet + emitted[:, j].clamp(min=0) % classes, code)
+    return (offsets[lengths] + code).numpy()
+
+
+def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],
+                     length: int) -> int | None:
+    """Smallest ``j`` in ``1..length`` at which the laws of the first ``j`` tokens differ (exactly)."""
+    for j in range(1, length + 1):
+        left: dict[tuple[int, ...], Fraction] = {}
+        right: dict[tuple[int, ...], Fraction] = {}
+        for law, out in ((a, left), (b, right)):
+            for s, w in law.items():
+                out[s[:j]] = out.get(s[:j], Fraction(0)) + w
+        if any(left.get(s, Fraction(0)) != right.get(s, Fraction(0)) for s in set(left) | set(right)):
+            return j
+    return None
+
+
+def _decode(alphabet: int, max_len: int) -> list[tuple[int, ...]]:
+    """All sequences of length 1..max_len in code order."""
+    out: list[tuple[int, ...]] = []
+    for length in range(1, max_len + 1):
+        out.extend(itertools.product(range(alphabet), repeat=length))
+    return out
+
+
+def _lossless_family(real: Realisation) -> EventFamily:
+    c, k = real.classes, real.k
+    trans = real.target_class_transitions
+    seqs = _decode(c, k + 1)
+    index = {s: i for i, s in enumerate(seqs)}
+
+    def step(pos: int, prev: tuple[int, ...], nxt: int) -> Fraction:
+        return trans[pos][prev[-1] if pos > 0 else 0][nxt]
+
+    expected = []
+    for t in seqs:
+        prob = Fraction(1)
+        for pos in range(len(t)):
+            prob *= step(pos, t[:pos], t[pos])
+        expected.append(prob)
+    matrix = np.zeros((len(seqs), len(seqs)))
+    for s in seqs:
+        row = index[s]
+        for j in range(1, len(s) + 1):
+            matrix[row, index[s[:j]]] = 1.0
+        frontier = [(s, Fraction(1))]
+        while frontier:
+            prefix, weight = frontier.pop()
+            if len(prefix) == k + 1:
+                continue
+            for nxt in range(c):
+                w = weight * step(len(prefix), prefix, nxt)
+                if w:
+                    ext = prefix + (nxt,)
+                    matrix[row, index[ext]] = float(w)
+                    frontier.append((ext, w))
+    label = "tokens" if c == real.vocab else f"classes mod {c}"
+    return EventFamily(
+        name="lossless",
+        key=lambda e: sequence_keys(e, c, c, k),
+        n_keys=len(seqs),
+        matrix=matrix,
+        expected=np.array([float(p) for p in expected]),
+        names=[f"first {len(t)} {label} = {t}" for t in seqs],
+        zero_tolerance=np.array([p == 0 for p in expected]),
+        positions={i: len(t) for i, t in enumerate(seqs)},
+    )
+
+
+def _first_token_family(real: Realisation) -> EventFamily:
+    vocab = real.vocab
+    p0 = real.exact_row("target", 0, 0)
+    if vocab <= MAX_BUCKETS:
+        bucket_of = np.arange(vocab)
+        labels = [f"token {v}" for v in range(vocab)]
+    else:
+        q0 = real.draft[0, 0].double().numpy()
+        p0f = np.array([float(x) for x in p0])
+        order = np.argsort(p0f - q0, kind="stable")
+        cumulative = np.cumsum(p0f[order])
+        cut = np.minimum((cumulative * MAX_BUCKETS / cumulative[-1]).astype(np.int64), MAX_BUCKETS - 1)
+        bucket_of = np.empty(vocab, dtype=np.int64)
+        bucket_of[order] = cut
+        labels = [f"bucket {b} (by p-q)" for b in range(MAX_BUCKETS)]
+    n_buckets = int(bucket_of.max()) + 1
+    mass = [sum((p0[v] for v in np.flatnonzero(bucket_of == b)), Fraction(0)) for b in range(n_buckets)]
+    subsets = [sub for size in range(1, n_buckets) for sub in itertools.combinations(range(n_buckets), size)]
+    if n_buckets == 1:
+        subsets = []
+    matrix = np.zeros((n_buckets, len(subsets)))
+    for e, sub in enumerate(subsets):
+        matrix[list(sub), e] = 1.0
+    expected = [sum((mass[b] for b in sub), Fraction(0)) for sub in subsets]
+    bucket_t = torch.as_tensor(bucket_of)
+    return EventFamily(
+        name="first-token",
+        key=lambda e: bucket_t[e[:, 0].clamp(min=0)].numpy(),
+        n_keys=n_buckets,
+        matrix=matrix,
+        expected=np.array([float(x) for x in expected]),
+        names=["first token in {" + ", ".join(labels[b] for b in sub) + "}" for sub in subsets],
+        zero_tolerance=np.array([x == 0 for x in expected]),
+        positions={i: 1 for i in range(len(subsets))},
+    )
+
+
+def _token_matrix(real: Realisation, events: list[set[tuple[int, ...]]]) -> np.ndarray:
+    """``M[s, e] = P_target(a (K+1)-sequence in event e extends s | s)`` for every emitted ``s``."""
+    pair, k, vocab = real.toy_pair, real.k, real.vocab
+    seqs = _decode(vocab, k + 1)
+    matrix = np.zeros((len(seqs), len(events)))
+    for row, s in enumerate(seqs):
+        frontier = [(s, Fraction(1))]
+        while frontier:
+            prefix, weight = frontier.pop()
+            if len(prefix) == k + 1:
+                for e, members in enumerate(events):
+                    if prefix in members:
+                        matrix[row, e] += float(weight)
+                continue
+            for nxt, py in enumerate(pair.target[prefix]):
+                if py:
+                    frontier.append((prefix + (nxt,), weight * py))
+    return matrix
+
+
+def _bug_class_family(real: Realisation) -> EventFamily | None:
+    """Excess sets chosen on the scenario's ideal (small-denominator) tables; their null
+    probabilities are then computed exactly on the realised tables."""
+    ideal = real.scenario.ideal_pair()
+    ideal_reference = target_law(ideal)
+    reference = target_law(real.toy_pair)
+    events, names, tvs, expected, rules, positions = [], [], {}, [], {}, {}
+    for rule in step_rules():
+        # rules computed through logarithms (typical acceptance's entropy) compare exact logs by
+        # raising rationals to powers as large as their common denominator: infeasible on realistic
+        # tables, so the bug-class family leaves them to the proofs' own counterexample search
+        if rule.claim != "not-exact" or _takes_logs(rule):
+            continue
+        bad = continued_law(ideal, rule)
+        excess = {s for s, w in bad.items() if w > ideal_reference.get(s, Fraction(0))}
+        tv = law_tv(bad, ideal_reference)
+        if not excess or tv == 0:
+            continue
+        tvs[len(events)] = tv
+        rules[len(events)] = rule.name
+        first = first_difference(bad, ideal_reference, real.k + 1)
+        if first is not None:
+            positions[len(events)] = first
+        events.append(excess)
+        names.append(f"excess set of '{rule.name}' (exact TV {float(tv):.4g})")
+        expected.append(sum((reference.get(s, Fraction(0)) for s in excess), Fraction(0)))
+    if not events:
+        return None
+    vocab, k = real.vocab, real.k
+    return EventFamily(
+        name="bug-class",
+        key=lambda e: sequence_keys(e, vocab, vocab, k),
+        n_keys=len(_decode(vocab, k + 1)),
+        matrix=_token_matrix(real, events),
+        expected=np.array([float(x) for x in expected]),
+        names=names,
+        zero_tolerance=np.array([x == 0 for x in expected]),
+        exact_tv=tvs,
+        rules=rules,
+        positions=positions,
+    )
+
+
+def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
+    vocab, k = real.vocab, real.k
+    law = round_law(real.toy_pair, rule)
+    seqs = _decode(vocab, k + 1)
+    lengths = sorted({len(s) for s in seqs})
+    matrix = np.zeros((len(seqs), len(seqs) + len(lengths)))
+    expected: list[Fraction] = []
+    names = []
+    for i, s in enumerate(seqs):
+        matrix[i, i] = 1.0
+        expected.append(law.get(s, Fraction(0)))
+        names.append(f"emits exactly {s}")
+    for j, length in enumerate(lengths):
+        col = len(seqs) + j
+        for i, s in enumerate(seqs):
+            if len(s) == length:
+                matrix[i, col] = 1.0
+        expected.append(sum((w for s, w in law.items() if len(s) == length), Fraction(0)))
+        names.append(f"{length - 1} drafts accepted")
+    # zero tolerance only where no lossless implementation can go (a token of target probability 0);
+    # a cell the rule never produces but the target allows (a rejection where p == q, after rounding)
+    # is drift, held to the dtype's tolerance like every other cell
+    target = real.toy_pair.target
+    impossible = [not all(target[s[:i]][t] > 0 for i, t in enumerate(s)) for s in seqs] + [False] * len(lengths)
+    return EventFamily(
+        name=f"conforms to {rule.name}",
+        key=lambda e: sequence_keys(e, vocab, vocab, k),
+        n_keys=len(seqs),
+        matrix=matrix,
+        expected=np.array([float(x) for x in expected]),
+        names=names,
+        zero_tolerance=np.array(impossible),
+        positions={i: len(s) for i, s in enumerate(seqs)},
+    )
+
+
+def build_families(real: Realisation, rule: str | StepRule | None = None) -> list[EventFamily]:
+    """The families tested on one realised scenario (``rule``: also test conformance to it)."""
+    families = [_lossless_family(real), _first_token_family(real)]
+    if real.enumerable:
+        bug = _bug_class_family(real)
+        if bug is not None:
+            families.append(bug)
+        # an unnormalised input changes the emission law a correct rule realises (it rejects where
+        # the renormalised law would not), but never the lossless property: conformance is skipped
+        if rule is not None and "unnormalised" not in real.scenario.tags:
+            families.append(_conforms_family(real, get_step_rule(rule)))
+    return [f for f in families if f.size]

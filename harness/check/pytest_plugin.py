@@ -1,0 +1,71 @@
+"""pytest plugin (entry point ``pytest11``): options and fixtures for checking verifiers in a test suite.
+
+Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype D``,
+``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
+PASS must have; default 0.05).  Fixtures:
+
+* ``specproof_check(verify, **overrides) -> CheckResult`` - runs the check with the options;
+* ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with the
+  findings when drift beyond the dtype's tolerance is detected, or the verdict when the run was
+  UNDERPOWERED (its detectable TV above the stated bound).
+
+    def test_my_kernel(specproof_assert_lossless):
+        specproof_assert_lossless(my_runtime.verify)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+__all__ = ["pytest_addoption", "specproof_check", "specproof_assert_lossless"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specproof", "specproof verifier checks")
+    group.addoption("--specproof-samples", type=int, default=None,
+                    help="verifier rows per scenario (default: specproof's default)")
+    group.addoption("--specproof-seed", type=int, default=0, help="seed of the check")
+    group.addoption("--specproof-dtype", default="float32", help="dtype under test")
+    group.addoption("--specproof-device", default="cpu", help="device under test")
+    group.addoption("--specproof-alpha", type=float, default=1e-6, help="family-wise false-alarm rate")
+    group.addoption("--specproof-max-detectable-tv", type=float, default=None,
+                    help="the power a PASS must have (default: specproof's default, 0.05)")
+
+
+def _settings(config: pytest.Config) -> dict[str, Any]:
+    settings = {
+        "seed": config.getoption("--specproof-seed"),
+        "dtype": config.getoption("--specproof-dtype"),
+        "device": config.getoption("--specproof-device"),
+        "alpha": config.getoption("--specproof-alpha"),
+    }
+    samples = config.getoption("--specproof-samples")
+    if samples is not None:
+        settings["samples"] = samples
+    bound = config.getoption("--specproof-max-detectable-tv")
+    if bound is not None:
+        settings["max_detectable_tv"] = bound
+    return settings
+
+
+@pytest.fixture
+def specproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    from specproof.harness.check.runner import check_verifier
+
+    defaults = _settings(request.config)
+    return lambda verify, **overrides: check_verifier(verify, **(defaults | overrides))
+
+
+@pytest.fixture
+def specproof_assert_lossless(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    from specproof.harness.check.asserts import assert_lossless
+
+    defaults = _settings(request.config)
+
+    def run(verify: Callable[..., Any], **overrides: Any) -> Any:
+        __tracebackhide__ = True
+        return assert_lossless(verify, **(defaults | overrides))
+
+    return run

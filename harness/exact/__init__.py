@@ -1,0 +1,4 @@
+"""Exact mathematics of the harness: exact conversion, the exact reference, the certified softmax, dtype-derived tolerances.
+
+Layer: exact. May import proofs.
+"""

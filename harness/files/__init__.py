@@ -1,0 +1,4 @@
+"""What specproof writes: provenance, JSON envelopes, atomic writes.
+
+Layer: files (beside exact). May import proofs.errors only.
+"""

@@ -1,0 +1,178 @@
+"""Row-by-row comparison of two ``results.json`` documents (asv-style marks).
+
+Marks, per row key:
+
+* ``!`` new failure - the row was as expected in the baseline (an implementation expected exact passed,
+  a proof got its expected verdict, a zoo member was flagged) and is not now; a row only in the current
+  file that is not as expected is a new failure too;
+* ``*`` fixed - the reverse;
+* ``+`` worse / ``-`` better - the verdict is unchanged and some compared figure of an implementation
+  expected exact moved up (down) by more than its threshold ``t = max(t_baseline, t_current)``;
+* ``x`` not comparable - the verdict is unchanged but a hash differs (implementation source, rule
+  definition, reference and measuring code, or input), or the row is in one file only: its figures are
+  not compared.  Verdicts are absolute, so a changed hash never hides a ``!`` or a ``*``.
+
+Thresholds are derived, never tuned: a white-box figure's is its derived bound (the TV bound of the
+output law, the bound at the worst entry, the bound on the rejection probability), a grid TV's the grid
+tolerance ``min(1, (K+1)(delta + V delta/2 + (V+3) u))``, an impossible mass's 0, and a statistical
+row's excess figure's the detectable TV of the run (the smallest TV it detects with power 0.99).
+Anything correct float code may produce (a different summation order on another device, another
+libm) stays within the bound, and anything within the detectable TV is sampling noise, so neither is
+ever marked.  Informational figures (ULP counts, KL, counterexample TVs) have no threshold and are
+never marked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from specproof.harness.report.schema import HASH_NAMES
+
+__all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON"]
+
+MARKS = {"!": "new failure", "*": "fixed", "+": "worse", "-": "better", "x": "not comparable", " ": "unchanged"}
+FAIL_ON = {"worse": ("!", "+"), "new-failure": ("!",)}
+
+
+@dataclass(frozen=True)
+class FigureChange:
+    name: str
+    baseline: float
+    current: float
+    threshold: float
+
+    @property
+    def direction(self) -> int:
+        delta = self.current - self.baseline
+        if math.isnan(delta):
+            return 0
+        return 1 if delta > self.threshold else -1 if delta < -self.threshold else 0
+
+    def as_json(self) -> dict[str, Any]:
+        def clean(x: float) -> float | str:
+            return x if math.isfinite(x) else str(x)
+        return {"name": self.name, "baseline": clean(self.baseline), "current": clean(self.current),
+                "threshold": clean(self.threshold), "direction": self.direction}
+
+    def text(self) -> str:
+        return f"{self.name} {self.baseline:.3g} -> {self.current:.3g} (threshold {self.threshold:.3g})"
+
+
+@dataclass(frozen=True)
+class RowComparison:
+    key: str
+    mark: str
+    reason: str
+    baseline_verdict: str | None
+    current_verdict: str | None
+    changes: tuple[FigureChange, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"key": self.key, "mark": self.mark, "meaning": MARKS[self.mark], "reason": self.reason,
+                "baseline_verdict": self.baseline_verdict, "current_verdict": self.current_verdict,
+                "changes": [c.as_json() for c in self.changes]}
+
+    def line(self) -> str:
+        verdicts = f"{self.baseline_verdict or '-':<22} {self.current_verdict or '-':<22}"
+        return f"{self.mark}  {verdicts} {self.key}" + (f"  [{self.reason}]" if self.reason else "")
+
+
+@dataclass
+class Comparison:
+    rows: list[RowComparison] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = {mark: 0 for mark in MARKS}
+        for row in self.rows:
+            out[row.mark] += 1
+        return out
+
+    def regressed(self, fail_on: str) -> bool:
+        return any(row.mark in FAIL_ON[fail_on] for row in self.rows)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"counts": self.counts(), "notes": list(self.notes), "rows": [r.as_json() for r in self.rows]}
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"inf": math.inf, "-inf": -math.inf}.get(value, math.nan)
+    return float(value)
+
+
+def _figure_changes(baseline: dict[str, Any], current: dict[str, Any]) -> list[FigureChange]:
+    changes = []
+    for name in sorted(set(baseline["figures"]) & set(current["figures"])):
+        b, c = baseline["figures"][name], current["figures"][name]
+        thresholds = [t for t in (b.get("threshold"), c.get("threshold")) if t is not None]
+        b_value, c_value = _number(b.get("value")), _number(c.get("value"))
+        if not thresholds or b_value is None or c_value is None:
+            continue
+        changes.append(FigureChange(name, b_value, c_value, max(thresholds)))
+    return changes
+
+
+def _compare_row(key: str, baseline: dict[str, Any] | None, current: dict[str, Any] | None) -> RowComparison:
+    if baseline is None:
+        assert current is not None
+        if not current["as_expected"]:
+            return RowComparison(key, "!", "new row, not as expected", None, current["verdict"])
+        return RowComparison(key, "x", "only in the current file", None, current["verdict"])
+    if current is None:
+        return RowComparison(key, "x", "only in the baseline", baseline["verdict"], None)
+    b_verdict, c_verdict = baseline["verdict"], current["verdict"]
+    differing = [name for name in HASH_NAMES
+                 if baseline["hashes"].get(name) and current["hashes"].get(name)
+                 and baseline["hashes"][name] != current["hashes"][name]]
+    unknown = [name for name in HASH_NAMES
+               if bool(baseline["hashes"].get(name)) != bool(current["hashes"].get(name))]
+    hash_note = f"{', '.join(differing)} changed" if differing else ""
+    if baseline["as_expected"] and not current["as_expected"]:
+        return RowComparison(key, "!", hash_note, b_verdict, c_verdict)
+    if current["as_expected"] and not baseline["as_expected"]:
+        return RowComparison(key, "*", hash_note, b_verdict, c_verdict)
+    if differing:
+        return RowComparison(key, "x", hash_note, b_verdict, c_verdict)
+    note = f"{', '.join(unknown)} hash unknown in one file" if unknown else ""
+    if not (baseline["expected_exact"] and current["expected_exact"]) or baseline["kind"] == "proof":
+        return RowComparison(key, " ", note, b_verdict, c_verdict)
+    changes = _figure_changes(baseline, current)
+    worse = [c for c in changes if c.direction > 0]
+    better = [c for c in changes if c.direction < 0]
+    if worse:
+        return RowComparison(key, "+", "; ".join(c.text() for c in worse), b_verdict, c_verdict, tuple(changes))
+    if better:
+        return RowComparison(key, "-", "; ".join(c.text() for c in better), b_verdict, c_verdict, tuple(changes))
+    return RowComparison(key, " ", note, b_verdict, c_verdict, tuple(changes))
+
+
+def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comparison:
+    """Compare two migrated, validated documents (:func:`~.report_schema.load_results`)."""
+    result = Comparison()
+    b_rows, c_rows = baseline["rows"], current["rows"]
+    for key in sorted(set(b_rows) | set(c_rows)):
+        result.rows.append(_compare_row(key, b_rows.get(key), c_rows.get(key)))
+    for name in ("device", "device_name"):
+        b, c = baseline["provenance"].get(name), current["provenance"].get(name)
+        if b != c:
+            result.notes.append(f"{name} differs: {b} (baseline) vs {c} (current)")
+    b_mode, c_mode = baseline["config"].get("mode"), current["config"].get("mode")
+    if b_mode != c_mode:
+        result.notes.append(f"mode differs: {b_mode} (baseline) vs {c_mode} (current); rows of one mode only are 'x'")
+    b_samples, c_samples = baseline["config"].get("samples"), current["config"].get("samples")
+    if b_samples != c_samples:
+        result.notes.append(f"statistical budget differs: {b_samples} (baseline) vs {c_samples} (current) rows per "
+                            "scenario; a statistical verdict can change with the power of the run")
+    for name in ("torch", "specproof"):
+        b = baseline["provenance"].get("versions", {}).get(name)
+        c = current["provenance"].get("versions", {}).get(name)
+        if b != c:
+            result.notes.append(f"{name} {b} (baseline) vs {c} (current)")
+    if baseline.get("migrated_from") or current.get("migrated_from"):
+        result.notes.append("a file was migrated from an older schema: hashes it lacked are unknown, not different")
+    return result

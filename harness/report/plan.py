@@ -1,0 +1,423 @@
+"""The measurements behind ``specproof report``: one task, one implementation in one dtype (or one proof).
+
+Four kinds of rows (:mod:`.report_schema` describes the fields):
+
+* ``proof`` - one catalogue rule or theorem: claim, verdict, method, counterexample TV and the
+  worst-case TV over the simplex (lower bound attained, upper bound certified or trivial);
+* ``whitebox`` - :func:`~specproof.harness.drift.whitebox.measure_whitebox` of a ``whitebox`` record on one input
+  pair: exact TV of the implied output law against the exact target, with its derived bound; maximum
+  absolute and ULP errors; acceptance-rate error ``sum_x A_f(x) q(x) - sum_x min(p, q)``; target mass the
+  float law drops; impossible mass (zero tolerance);
+* ``grid`` - :func:`~specproof.harness.drift.grid.measure_grid` of a ``uniforms`` record on one small scenario:
+  the exact law on the RNG grid against the rule's exact law, TV and grid tolerance
+  ``min(1, (K+1)(delta + V delta/2 + (V+3) u))``, impossible mass;
+* ``statistical`` - :func:`~specproof.harness.check.runner.check_verifier` of a ``batched`` record over the
+  default suite: verdict, the worst finding's excess ``|observed - expected| - tolerance`` and the
+  detectable TV (power 0.99) of the run.
+
+A task never raises for a misbehaving implementation: an exception inside the code under test is an
+``error`` row (flagged, so a zoo member that raises counts as caught); an input the dtype cannot
+represent is a skip with its reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.report.schema import bytes_hash, definition_hash, row_key, rule_hash
+
+__all__ = ["TaskSpec", "TaskOutcome", "WhiteboxInput", "whitebox_inputs", "grid_scenarios",
+           "run_task", "FORM_OF_RULE", "STEP_RULE_NAMES", "ulp_bin_label", "ulp_histogram_bins", "ULP_BINS"]
+
+FORM_OF_RULE = {"canonical": "ratio", "canonical-mul": "product", "canonical-log": "log"}
+STEP_RULE_NAMES = ("canonical", "canonical-mul", "canonical-log", "canonical-le", "greedy",
+                   "resample-from-target", "top-k-accept")
+ULP_BINS = 24
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What to measure: ``kind``, the record or rule ``name``, ``dtype`` and ``input``; ``params`` are
+    the budget (samples, seed, ...) as sorted pairs so the spec pickles to worker processes."""
+
+    kind: str
+    name: str
+    dtype: str | None = None
+    input: str = ""
+    params: tuple[tuple[str, Any], ...] = ()
+    cost: float = 1.0
+
+    @property
+    def label(self) -> str:
+        return " ".join(x for x in (self.kind, self.name, self.dtype or "", self.input) if x)
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+
+@dataclass
+class TaskOutcome:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# -- inputs --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WhiteboxInput:
+    """One white-box input pair (float64 laws, rounded to the dtype by the measurement)."""
+
+    name: str
+    description: str
+    p: np.ndarray = field(repr=False)
+    q: np.ndarray = field(repr=False)
+
+    @property
+    def vocab(self) -> int:
+        return int(self.p.shape[0])
+
+    @property
+    def digest(self) -> str:
+        return bytes_hash([self.name, self.p.tobytes(), self.q.tobytes()])
+
+
+def whitebox_inputs(vocabs: tuple[int, ...], closeness: tuple[float, ...], sweep_vocab: int,
+                    seed: int) -> list[WhiteboxInput]:
+    """Dirichlet(0.5) pairs per vocabulary; a sweep of ``q = c p + (1 - c) r`` (``TV(p, q)`` from about
+    0.6 down to ``1e-3``) at ``sweep_vocab``; ``p == q`` with half the tokens exactly 0 (the exact
+    rejection is 0: any float residual mass lands on tokens the target forbids)."""
+    out = []
+    for vocab in vocabs:
+        rng = np.random.default_rng([seed, vocab])
+        p, q = rng.dirichlet(np.full(vocab, 0.5)), rng.dirichlet(np.full(vocab, 0.5))
+        out.append(WhiteboxInput(f"dirichlet-V{vocab}", f"independent Dirichlet(0.5) p, q, V={vocab}", p, q))
+    rng = np.random.default_rng([seed, sweep_vocab, 1])
+    p, r = rng.dirichlet(np.full(sweep_vocab, 0.5)), rng.dirichlet(np.full(sweep_vocab, 0.5))
+    for c in closeness:
+        out.append(WhiteboxInput(f"closeness-{c:g}-V{sweep_vocab}",
+                                 f"q = {c:g} p + {1 - c:g} r, Dirichlet(0.5) p and r, V={sweep_vocab}",
+                                 p, c * p + (1 - c) * r))
+    rng = np.random.default_rng([seed, 1024, 2])
+    p = rng.dirichlet(np.full(1024, 0.5))
+    p[rng.permutation(1024)[:512]] = 0.0
+    p /= p.sum()
+    out.append(WhiteboxInput("identical-with-zeros-V1024", "p == q, 512 of 1,024 tokens exactly 0", p, p.copy()))
+    return out
+
+
+def grid_scenarios(limit: int | None = None) -> list[Any]:
+    """Small scenarios of the default suite for the exact grid law (``V^(K+1) <= 4096``), without the
+    unnormalised one: the grid verdict compares with the law of the renormalised rows, which a
+    verifier fed an unnormalised target does not claim to produce (the white-box bounds cover that)."""
+    from specproof.harness.drift.grid import MAX_SEQUENCES
+    from specproof.harness.check.scenarios import default_suite
+
+    chosen = [s for s in default_suite(large_vocab=0)
+              if s.vocab ** (s.k + 1) <= MAX_SEQUENCES and "unnormalised" not in s.tags]
+    return chosen[:limit] if limit else chosen
+
+
+def _scenario_digest(scenarios: list[Any], *extra: str) -> str:
+    chunks: list[bytes | str] = list(extra)
+    for s in scenarios:
+        chunks += [s.name, np.ascontiguousarray(s.target).tobytes(), np.ascontiguousarray(s.draft).tobytes()]
+    return bytes_hash(chunks)
+
+
+# -- hashes of the measuring code and references ------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def reference_hash(kind: str) -> str:
+    """Hash of the exact reference and the measurement code of one row kind."""
+    if kind == "whitebox":
+        from specproof.harness.drift.whitebox import measure_whitebox
+        from specproof.harness.exact.reference import exact_reference
+        return definition_hash("whitebox", measure_whitebox, exact_reference)
+    if kind == "grid":
+        from specproof.harness.drift.grid import ideal_round_law, measure_grid
+        return definition_hash("grid", measure_grid, ideal_round_law)
+    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.events import build_families
+    return definition_hash("statistical", check_verifier, build_families)
+
+
+@functools.lru_cache(maxsize=None)
+def _rule_hash(rule: str) -> str | None:
+    return rule_hash(rule)
+
+
+# -- rows ----------------------------------------------------------------------------------------------
+
+def figure(value: float | Fraction | None, threshold: float | None, source: str, dtype: str | None,
+           exact: Fraction | None = None) -> dict[str, Any]:
+    """A compared (``threshold`` set) or informational (``threshold`` None) figure."""
+    if isinstance(value, Fraction):
+        exact, value = value, float(value)
+    number = None if value is None else float(value)
+    if number is not None and not math.isfinite(number):
+        number = "inf" if number > 0 else "nan"
+    return {"value": number, "exact": None if exact is None else f"{exact.numerator}/{exact.denominator}",
+            "threshold": None if threshold is None else float(threshold), "threshold_source": source,
+            "dtype": dtype}
+
+
+def _row(kind: str, record: Any, dtype: str | None, input_name: str, *, passed: bool, verdict: str,
+         figures: dict[str, Any], detail: dict[str, Any], input_hash: str | None, seconds: float,
+         rule: str | None = None, device: str = "cpu") -> dict[str, Any]:
+    rule = rule or record.rule
+    expected = bool(record.expected_exact)
+    defect = _known_defect(record, dtype, device)
+    if defect:  # exact by construction, but a defect outside the code (torch's sampler) applies here
+        expected = False
+        detail = {**detail, "known_defect": defect}
+    row = {"kind": kind, "implementation": record.name, "contract": record.contract, "rule": rule,
+           "dtype": dtype, "input": input_name, "expected_exact": expected, "passed": bool(passed),
+           "as_expected": True if defect else bool(passed) if expected else not passed, "verdict": verdict,
+           "hashes": {"implementation": record.source_hash, "rule": _rule_hash(rule),
+                      "reference": reference_hash(kind), "input": input_hash},
+           "figures": figures, "detail": detail, "seconds": round(seconds, 3)}
+    row["key"] = row_key(row)
+    return row
+
+
+def _known_defect(record: Any, dtype: str | None, device: str) -> str | None:
+    """The registry's per-dtype defect of an otherwise exact record (e.g. float16 torch.multinomial)."""
+    defect_on = getattr(record, "defect_on", None)
+    if not record.expected_exact or dtype is None or defect_on is None:
+        return None
+    return defect_on(dtype, device)
+
+
+def _error_row(kind: str, record: Any, dtype: str, input_name: str, err: BaseException, input_hash: str | None,
+               seconds: float) -> dict[str, Any]:
+    message = f"{type(err).__name__}: {err}"
+    return _row(kind, record, dtype, input_name, passed=False, verdict="error", figures={},
+                detail={"error": message[:500]}, input_hash=input_hash, seconds=seconds)
+
+
+def whitebox_row(record: Any, dtype: str, pair: WhiteboxInput, device: str) -> dict[str, Any]:
+    """Drift of one white-box record on one pair (module docstring)."""
+    from specproof.harness.drift.whitebox import measure_whitebox
+
+    start = time.perf_counter()
+    try:
+        result = measure_whitebox(record, pair.p, pair.q, dtype=dtype, device=device,
+                                  form=FORM_OF_RULE.get(record.rule, "any"))
+    except SpecproofInputError:
+        raise
+    except Exception as err:  # the implementation under test raised
+        return _error_row("whitebox", record, dtype, pair.name, err, pair.digest, time.perf_counter() - start)
+    law, fields = result.law, result.fields
+    out = fields["output"]
+    impossible = sum((f.impossible_mass for f in fields.values()), Fraction(0))
+    rate_error = abs(law.acceptance_rate_error)
+    tv_bound = law.tv_bound
+    figures = {
+        "tv": figure(law.tv, tv_bound, "derived TV bound of the output law", dtype),
+        "max_abs_error": figure(out.max_abs_error, out.bound_at_worst, "derived bound at the worst entry", dtype),
+        "acceptance_rate_error": figure(rate_error, fields["rejection"].bound_at_worst,
+                                        "derived bound on the rejection probability", dtype),
+        "lost_mass": figure(law.lost_mass, tv_bound, "derived TV bound (lost mass counts in TV)", dtype),
+        "impossible_mass": figure(impossible, 0.0, "zero tolerance", dtype),
+        "max_ulp_error": figure(out.max_ulp_error, None, "informational", dtype),
+        "kl": figure(law.kl, None, "informational", dtype),
+    }
+    if law.tv == 0 and all(f.max_abs_error == 0 for f in fields.values()):
+        verdict = "exact"
+    elif impossible > 0:
+        verdict = "impossible-mass"
+    elif result.within_tolerance:
+        verdict = "within-tolerance"
+    else:
+        verdict = "beyond-tolerance"
+    detail = {
+        "vocab": pair.vocab, "input_description": pair.description,
+        "tv_pq": f"{1 - result.reference.acceptance_rate}",
+        "tv_pq_float": float(1 - result.reference.acceptance_rate),
+        "tv_bound": tv_bound, "tolerance_vacuous": bool(tv_bound >= 1), "form": result.model.form,
+        "failing_fields": result.failing_fields(), "residual_vanished": law.residual_vanished,
+        "fields": {name: {"max_abs_error": float(f.max_abs_error), "max_rel_error": _finite(f.max_rel_error),
+                          "max_ulp_error": _finite(f.max_ulp_error), "bound_at_worst": _finite(f.bound_at_worst),
+                          "zero_mismatches": f.zero_mismatches,
+                          "max_ulp_error_same_support": _finite(f.max_ulp_error_same_support),
+                          "violations": f.violations, "within_tolerance": f.within_tolerance}
+                   for name, f in fields.items()},
+        "ulp_histogram": ulp_histogram_bins(out.ulp_histogram),
+    }
+    return _row("whitebox", record, dtype, pair.name, passed=result.within_tolerance, verdict=verdict,
+                figures=figures, detail=detail, input_hash=pair.digest, seconds=time.perf_counter() - start,
+                device=device)
+
+
+def ulp_bin_label(index: int) -> str:
+    """``"00 =0"``, ``"01 <=2^-1"``, ..., ``"22 <=2^20"``, ``"23 >2^20"``: sortable bin names."""
+    if index == 0:
+        return "00 =0"
+    if index == 23:
+        return "23 >2^20"
+    return f"{index:02d} <=2^{index - 2}"
+
+
+def ulp_histogram_bins(histogram: list[dict[str, Any]]) -> dict[str, int]:
+    """The non-empty bins of :func:`~specproof.harness.drift.whitebox.measure_whitebox`'s ULP histogram (bin 0:
+    error exactly 0; bin ``j``: error in ``(2^(j-3), 2^(j-2)]`` ULPs; the last: above ``2^20``)."""
+    return {ulp_bin_label(i): b["count"] for i, b in enumerate(histogram) if b["count"]}
+
+
+def _finite(x: float) -> float | str:
+    return x if math.isfinite(x) else "inf"
+
+
+def grid_row(record: Any, dtype: str, scenario: Any, device: str) -> dict[str, Any]:
+    """Exact grid law of one uniforms record on one scenario."""
+    from specproof.harness.drift.grid import GridVerdict, measure_grid
+
+    start = time.perf_counter()
+    digest = _scenario_digest([scenario])
+    real = scenario.realise(dtype)  # an underflowing row is a SpecproofInputError: a skip
+    try:
+        result = measure_grid(record, real, device=device)
+    except SpecproofInputError:
+        raise
+    except Exception as err:
+        return _error_row("grid", record, dtype, scenario.name, err, digest, time.perf_counter() - start)
+    verdict = result.verdict
+    passed = verdict in (GridVerdict.EXACT, GridVerdict.WITHIN)
+    figures = {
+        "tv": figure(result.tv, float(result.tolerance), "grid tolerance (K+1)(delta + V delta/2 + (V+3)u)",
+                     dtype),
+        "impossible_mass": figure(result.impossible_mass, 0.0, "zero tolerance", dtype),
+    }
+    detail = {"vocab": result.vocab, "k": result.k, "tolerance": f"{result.tolerance}",
+              "tolerance_float": float(result.tolerance), "grid": result.grid.as_json(),
+              "violations": list(result.violations), "calls": result.calls, "rule": result.rule}
+    return _row("grid", record, dtype, scenario.name, passed=passed, verdict=verdict.value, figures=figures,
+                detail=detail, input_hash=digest, seconds=time.perf_counter() - start, rule=result.rule, device=device)
+
+
+def statistical_row(record: Any, dtype: str, samples: int, seed: int, device: str,
+                    large_vocab: int) -> dict[str, Any]:
+    """The statistical check of one batched record (zoo members stop at the first rejecting look)."""
+    from specproof.harness.check.runner import ContractViolation, VerifierError, check_verifier
+    from specproof.harness.check.scenarios import default_suite
+
+    start = time.perf_counter()
+    rule = record.rule if record.rule in STEP_RULE_NAMES else None
+    suite = default_suite(large_vocab=large_vocab)
+    if rule == "greedy":
+        suite = [s.greedy() for s in suite]
+    digest = _scenario_digest(suite, f"seed={seed}")
+    try:
+        result = check_verifier(record.fn, dtype=dtype, device=device, samples=samples, seed=seed, rule=rule,
+                                scenarios=suite, fail_fast=not record.expected_exact)
+    except (VerifierError, ContractViolation) as err:
+        return _error_row("statistical", record, dtype, "default-suite", err, digest, time.perf_counter() - start)
+    findings = result.findings
+    flagged = getattr(result, "flagged", not result.passed)  # FAIL; UNDERPOWERED is not a finding
+    verdict = getattr(result.verdict, "value", result.verdict)
+    excess = max((abs(f.observed - f.expected) - f.tolerance for f in findings), default=0.0)
+    certifiable = [s.detectable_tv for s in result.scenarios if s.tolerance < 1]
+    resolution = max(certifiable) if certifiable else 1.0
+    figures = {
+        "excess": figure(max(0.0, excess), resolution, "detectable TV of the statistical run", dtype),
+        "detectable_tv": figure(result.detectable_tv, None, "informational", dtype),
+    }
+    detail = {
+        "samples_per_scenario": samples, "rows": result.rows, "uniforms_core": record.uniforms_core,
+        "seed": seed, "fail_fast": not record.expected_exact,
+        "rule_checked": rule, "alpha": result.alpha,
+        "detectable_tv": result.detectable_tv, "detectable_tv_certifiable": resolution,
+        "vacuous_scenarios": [s.name for s in result.scenarios if s.tolerance >= 1],
+        "scenarios": [{"name": s.name, "vocab": s.vocab, "k": s.k, "rows": s.rows, "tolerance": s.tolerance,
+                       "detectable_tv": s.detectable_tv, "findings": len(s.findings),
+                       "stopped_early": s.stopped_early} for s in result.scenarios],
+        "findings": [f.line() for f in findings[:5]], "findings_total": len(findings),
+        "certain_findings": sum(1 for f in findings if math.isinf(f.statistic)),
+        "max_detectable_tv": getattr(result, "max_detectable_tv", None),
+        "verifier_seconds": round(result.verifier_seconds, 3), "harness_seconds": round(result.harness_seconds, 3),
+    }
+    return _row("statistical", record, dtype, "default-suite", passed=not flagged, verdict=verdict,
+                figures=figures, detail=detail, input_hash=digest, seconds=time.perf_counter() - start, rule=rule
+                or record.rule, device=device)
+
+
+def proof_row(name: str, drift: bool, rlimit: int) -> dict[str, Any]:
+    """One catalogue rule (or theorem ``T1``..``T7``) proved or refuted."""
+    from specproof.proofs import Settings, prove_theorem
+    from specproof.proofs import catalogue, theorems
+
+    theorem = {t.name: t for t in theorems()}.get(name)
+    names = [e.name for e in catalogue()] + [t.name for t in theorems()]
+    if theorem is not None:
+        result = prove_theorem(theorem, rlimit=rlimit)
+        definition = definition_hash(theorem.name, theorem.statement, theorem.check)
+        description = theorem.title
+    else:
+        entry = {e.name: e for e in catalogue()}[name]
+        result = entry.prove(Settings(rlimit=rlimit, drift=drift))
+        definition = (rule_hash(entry.name) if entry.step_rule is not None
+                      else definition_hash(entry.name, entry.claim, entry.prove))
+        description = entry.description
+    worst = [{"n": w.n, "lower": f"{w.lower}", "upper": f"{w.upper}", "lower_float": float(w.lower),
+              "upper_float": float(w.upper), "certified": w.certified} for w in result.worst_case]
+    worst_lower = max((w.lower for w in result.worst_case), default=None)
+    figures = {"counterexample_tv": figure(result.tv, None, "informational", None),
+               "worst_case_tv": figure(worst_lower, None, "informational", None)}
+    row = {"kind": "proof", "implementation": None, "contract": None, "rule": result.rule, "dtype": None,
+           "input": "", "claim": result.claim, "expected_exact": result.claim != "not-exact",
+           "passed": result.ok, "as_expected": result.ok, "ok": result.ok, "verdict": result.verdict.value,
+           "expected": result.expected.value,
+           "hashes": {"implementation": None, "rule": definition, "reference": None, "input": None},
+           "figures": figures,
+           "detail": {"description": description, "method": result.method, "n": result.n,
+                      "worst_case": worst, "worst_case_computed": drift or theorem is not None,
+                      "reason": result.reason, "obligations": len(result.obligations),
+                      "scope": getattr(result, "scope", "") or result.n,
+                      "assumptions": [a.as_json() for a in getattr(result, "assumptions", ())],
+                      "order": names.index(name) if name in names else len(names)},
+           "seconds": round(result.seconds, 3)}
+    row["key"] = row_key(row)
+    return row
+
+
+def run_task(spec: TaskSpec, record: Any, context: dict[str, Any]) -> TaskOutcome:
+    """Run one task; ``record`` is the implementation (None for proofs); ``context`` holds the inputs."""
+    start = time.perf_counter()
+    outcome = TaskOutcome()
+    device = context.get("device", "cpu")
+    try:
+        if spec.kind == "proof":
+            outcome.rows.append(proof_row(spec.name, spec.param("drift", True), spec.param("rlimit")))
+        elif spec.kind == "whitebox":
+            for pair in context["whitebox_inputs"]:
+                if pair.name in spec.param("inputs", ()):
+                    outcome.rows.append(whitebox_row(record, spec.dtype, pair, device))
+        elif spec.kind == "grid":
+            for scenario in context["grid_scenarios"]:
+                try:
+                    outcome.rows.append(grid_row(record, spec.dtype, scenario, device))
+                except SpecproofInputError as err:
+                    outcome.skipped.append(_skip(spec, f"{scenario.name}: {err}"))
+        elif spec.kind == "statistical":
+            outcome.rows.append(statistical_row(record, spec.dtype, spec.param("samples"), spec.param("seed", 0),
+                                                device, spec.param("large_vocab", 1000)))
+        else:
+            raise ValueError(f"unknown task kind {spec.kind!r}")
+    except SpecproofInputError as err:
+        outcome.skipped.append(_skip(spec, str(err)))
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _skip(spec: TaskSpec, reason: str) -> dict[str, Any]:
+    return {"kind": spec.kind, "implementation": spec.name, "dtype": spec.dtype, "reason": reason}

@@ -1,0 +1,4 @@
+"""Adapters that wrap other runtimes' verifiers in specproof's contracts.
+
+Layer: impls. Never imports the harness.
+"""

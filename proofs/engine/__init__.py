@@ -1,0 +1,4 @@
+"""The proving engine: obligations, solvers, counterexample search, every-size proofs, results and the one verdict function.
+
+Layer: proofs. May import proofs.arith, proofs.laws, proofs.errors.
+"""

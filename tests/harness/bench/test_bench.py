@@ -1,0 +1,205 @@
+"""``specproof bench``: baselines, doubling schedules, the bench.json schema, the CLI."""
+
+import argparse
+import json
+import math
+
+import pytest
+import torch
+
+from specproof.harness.bench import run as bench
+from specproof.harness.cli import bench as bench_cli
+from specproof.harness.bench.run import BenchConfig, fit_exponent, run_bench, write_bench
+from specproof.harness.bench.baselines import (Flag, chi_square_first_token, rows_to_flag,
+                                               runtime_distribution_test, runtime_schedule)
+from specproof.impls import get
+from specproof.proofs.errors import SpecproofInputError
+
+EXACT = get("canonical-ratio-race").fn
+RESAMPLE_FROM_P = get("resample-from-target").fn
+
+TINY = BenchConfig(
+    mode="custom", reference_vocabs=(256, 1024), reference_repeats=1, detection_seeds=(0,),
+    detection_row_budget=1 << 12, detection_time_limit=None, throughput_samples={32: 64, 64: 64},
+    k_series={1: 64, 2: 64}, proof_drift=False,
+    detection_members=("continue-after-rejection", "le-ratio-invcdf"),
+    proof_entries=("canonical", "resample-from-target"))
+
+
+def test_runtime_schedule_is_the_runtimes_own_at_100k():
+    assert runtime_schedule(100_000) == [10, 100, 1000, 10_000, 100_000]
+
+
+def test_runtime_test_passes_exact_and_flags_resampling_from_p():
+    exact = runtime_distribution_test(EXACT, 100_000, seed=0)
+    assert not exact.flagged and exact.rows == 111_110
+    assert exact.threshold == pytest.approx(20.0)  # the runtimes' multiplier at their top count
+    assert runtime_distribution_test(RESAMPLE_FROM_P, 100_000, seed=0).flagged
+
+
+def test_chi_square_passes_exact_and_flags_resampling_from_p():
+    assert not chi_square_first_token(EXACT, 4096, seed=1).flagged
+    bad = chi_square_first_token(RESAMPLE_FROM_P, 4096, seed=1)
+    assert bad.flagged and bad.rows == 4096 and bad.statistic > 0
+
+
+def test_a_verifier_that_raises_is_flagged_with_the_rows_it_saw():
+    def broken(draft_probs, target_probs, ids, generator):
+        raise RuntimeError("boom")
+
+    from specproof.harness.bench.baselines import BASELINES
+
+    result = BASELINES["chi-square-first-token"][1](broken, 0, 64, None)
+    assert result.flagged.how.startswith("raised: RuntimeError: boom")
+    assert result.rows == 16  # the first test on the schedule
+
+
+def test_rows_to_flag_stops_at_the_first_flag_or_the_time_limit():
+    seen = []
+
+    def test(n):
+        seen.append(n)
+        return Flag(n >= 64, n, float(n), 64.0)
+
+    result = rows_to_flag(test, [16, 32, 64, 128])
+    assert result.rows == 64 and seen == [16, 32, 64]
+    late = rows_to_flag(lambda n: Flag(False, n, 0.0, 1.0), [16, 32], time_limit=0.0)
+    assert late.rows is None and late.stopped.startswith("time limit") and len(late.steps) == 1
+    done = rows_to_flag(lambda n: Flag(False, n, 0.0, 1.0), [16, 32], time_limit=60.0)
+    assert done.stopped == "row budget" and len(done.steps) == 2
+
+
+def test_fit_exponent_recovers_a_power_law():
+    assert fit_exponent({10: 3 * 10**1.5, 100: 3 * 100**1.5, 1000: 3 * 1000**1.5}) == pytest.approx(1.5)
+    assert fit_exponent({10: 1.0}) is None
+
+
+@pytest.fixture(scope="module")
+def tiny_document():
+    return run_bench(TINY)
+
+
+def _finite_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
+    data = tiny_document
+    assert set(data) == {"schema", "kind", "mode", "provenance", "config", "exact_reference", "detection",
+                         "throughput", "k_series", "proofs", "scaling", "total_seconds", "goals"}
+    assert data["schema"] == bench.SCHEMA == 1 and data["kind"] == "bench" and data["mode"] == "custom"
+    assert {"git", "versions", "cpu", "device", "date", "seeds", "load_average"} <= set(data["provenance"])
+
+    ref = data["exact_reference"]
+    assert set(ref["rows"]) == {"V256", "V1024"}
+    for row in ref["rows"].values():
+        assert row["outputs_agree_exactly"] is True and _finite_number(row["speedup"])
+    assert _finite_number(ref["fast_seconds_exponent"]) and _finite_number(ref["plain_seconds_exponent"])
+
+    det = data["detection"]
+    assert set(det["methods"]) == {"specproof", "runtime-distribution-test", "chi-square-first-token"}
+    assert set(det["members"]) == {"continue-after-rejection", "le-ratio-invcdf"}
+    for member in det["members"].values():
+        assert set(member) == {"bug", "mirrors", "methods", "grid", "caught_by_grid_only"}
+        for method in member["methods"].values():
+            assert set(method) >= {"caught", "median_rows", "per_seed", "seconds"}
+            assert (method["median_rows"] is None) == (not method["caught"])
+            assert set(method["per_seed"]) == {"0"}
+    caught = det["members"]["continue-after-rejection"]["methods"]["specproof"]
+    assert caught["caught"] and 0 < caught["median_rows"] <= det["row_budget"]
+    le = det["members"]["le-ratio-invcdf"]
+    assert not le["methods"]["specproof"]["caught"]  # a 2^-24 event: below any sampling budget
+    assert le["grid"]["verdict"] == "impossible-mass" and le["caught_by_grid_only"]
+    summary = det["summary"]
+    assert summary["total"] == 2 and summary["specproof_grid_only"] == ["le-ratio-invcdf"]
+    assert summary["specproof_statistical_or_grid"] == 2 and summary["specproof_missed"] == []
+    assert set(summary["row_ratio_baseline_over_specproof"]) == {"runtime-distribution-test",
+                                                                 "chi-square-first-token"}
+    assert all(v["flagged_seeds"] == 0 for v in det["false_alarms"].values())
+
+    cpu = data["throughput"]["devices"]["cpu"]
+    assert set(cpu) == {"V32", "V64"} and "cuda" not in data["throughput"]["devices"]
+    for row in list(cpu.values()) + list(data["k_series"]["rows"].values()):
+        # a throughput run is short: no drift found, with or without the power a PASS needs
+        assert row["verdict"] in ("pass", "underpowered") and row["rows"] == row["samples"]
+        assert 0 < row["harness_share"] < 1 and row["rows_per_second"] > 0
+    assert set(data["k_series"]["rows"]) == {"K1", "K2"}
+
+    proofs = data["proofs"]
+    assert set(proofs["entries"]) == {"canonical", "resample-from-target"}
+    assert all(e["expected_verdict_met"] for e in proofs["entries"].values())
+    assert proofs["theorems"]["T3"]["verdict"] == "PROVED"
+
+    figures = data["scaling"]["figures"]
+    assert len(figures) == 6 and all(f["axis"] in ("vocab", "k") for f in figures.values())
+    assert all(_finite_number(f["exponent"]) for f in figures.values())
+    assert set(data["goals"]) == {"reference_speedup_at_262144", "reference_fast_seconds_at_262144", "detection"}
+    assert data["goals"]["reference_speedup_at_262144"]["met"] is None  # V = 262,144 not in this run
+
+    json_path, md_path = write_bench(data, tmp_path / "out")
+    text = json_path.read_text()
+    assert json.loads(text) == data and text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    md = md_path.read_text()
+    for heading in ("## Benchmarks", "### Exact reference", "### Detection strength", "### Throughput",
+                    "### Proofs", "### Scaling"):
+        assert heading in md
+    assert "impossible-mass on" in md and "CUDA not measured" in md
+
+
+def _parser():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    bench_cli.add_parser(sub)
+    return parser
+
+
+def test_cli_writes_both_files(monkeypatch, tmp_path, capsys, tiny_document):
+    monkeypatch.setattr(bench, "run_bench", lambda config, progress=None: tiny_document)
+    args = _parser().parse_args(["bench", "--quick", "--out", str(tmp_path / "b"), "--quiet"])
+    assert args.handler(args) == 0
+    assert json.loads((tmp_path / "b" / "bench.json").read_text())["kind"] == "bench"
+    assert (tmp_path / "b" / "bench.md").read_text().startswith("## Benchmarks")
+    assert "goal detection:" in capsys.readouterr().out
+
+
+def test_cli_usage_errors_name_the_argument_and_write_nothing(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = _parser().parse_args(["bench", "--quick", "--device", "cuda", "--out", str(tmp_path / "x")])
+    with pytest.raises(SpecproofInputError, match="--device"):
+        args.handler(args)
+    afile = tmp_path / "file"
+    afile.write_text("")
+    args = _parser().parse_args(["bench", "--quick", "--out", str(afile)])
+    with pytest.raises(SpecproofInputError, match="--out"):
+        args.handler(args)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.parametrize("change, argument", [
+    ({"k_series": {5: 64}}, "k_series"),
+    ({"throughput_samples": {32: 8}}, "throughput_samples"),
+    ({"reference_vocabs": (1,)}, "reference_vocabs"),
+    ({"reference_repeats": 0}, "reference_repeats"),
+    ({"mode": "fast"}, "mode"),
+])
+def test_config_errors_name_the_field(change, argument):
+    fields = {**TINY.__dict__, **change}
+    with pytest.raises(SpecproofInputError, match=argument):
+        BenchConfig(**fields).validate()
+
+
+def test_detection_rejects_unknown_members_and_tiny_budgets():
+    from specproof.harness.bench.detection import detection_benchmark
+
+    with pytest.raises(SpecproofInputError, match="members"):
+        detection_benchmark(members=("no-such-verifier",))
+    with pytest.raises(SpecproofInputError, match="row_budget"):
+        detection_benchmark(row_budget=100)
+
+
+@pytest.mark.slow
+def test_quick_run_measures_its_time_goal(tmp_path):
+    args = _parser().parse_args(["bench", "--quick", "--out", str(tmp_path), "--quiet"])
+    assert args.handler(args) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["mode"] == "quick" and data["goals"]["quick_run_seconds"]["met"] is not None

@@ -1,0 +1,241 @@
+"""check_verifier: exact implementations pass, the zoo is flagged, false alarms stay rare, bad
+targets are usage errors."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from specproof.harness import (ContractViolation, Scenario, VerifierError, assert_lossless, check_verifier,
+                               critical_value, default_suite, detectable_shift, samples_for_shift)
+from specproof.harness.check.runner import Verdict
+from specproof.harness.check.statistics import bernoulli_kl, event_test, rejection_threshold
+from specproof.impls import implementations
+
+import cli_targets
+
+EXACT = [r for r in implementations(contract="batched", expected_exact=True)
+         if r.rule != "greedy" and "compiled" not in r.name]
+ZOO = [r for r in implementations(contract="batched", expected_exact=False) if "transformers" not in r.name]
+# damage on an event too rare to sample (u == 0 has probability 2^-24): caught by harness.grid instead
+GRID_ONLY = {"le-ratio-invcdf"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("record", EXACT, ids=lambda r: r.name)
+def test_exact_implementations_pass(record, dtype):
+    result = check_verifier(record.fn, dtype=dtype, samples=20_000, seed=1, max_detectable_tv=0.06)
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= 0.06
+
+
+@pytest.mark.parametrize("record", [r for r in ZOO if r.name not in GRID_ONLY], ids=lambda r: r.name)
+def test_zoo_is_flagged_with_default_settings(record):
+    result = check_verifier(record.fn, dtype="float32", fail_fast=True)
+    assert not result.passed, f"{record.name} slipped through"
+    assert result.findings
+
+
+def test_grid_only_member_is_invisible_to_sampling():
+    """u == 0 has probability 2^-24 per test: sampling cannot see it; harness.grid does (test_grid.py)."""
+    for record in ZOO:
+        if record.name in GRID_ONLY:
+            assert check_verifier(record.fn, samples=20_000, max_detectable_tv=0.06).passed
+
+
+def test_zoo_flagged_in_float64_too():
+    for record in ZOO:
+        if record.name in GRID_ONLY:
+            continue
+        assert not check_verifier(record.fn, dtype="float64", fail_fast=True).passed, record.name
+
+
+def test_greedy_is_checked_against_temperature_zero_targets():
+    greedy = next(r for r in implementations(contract="batched") if r.rule == "greedy")
+    assert check_verifier(greedy.fn, rule="greedy", samples=20_000, max_detectable_tv=0.1).passed
+    assert not check_verifier(greedy.fn, fail_fast=True).passed  # not lossless for sampling
+
+
+def test_conformance_to_a_named_rule_separates_block_from_canonical():
+    block = next(r for r in implementations(contract="batched") if r.rule == "block")
+    assert check_verifier(block.fn, samples=20_000, max_detectable_tv=0.06).passed  # lossless
+    assert not check_verifier(block.fn, rule="canonical", samples=20_000, fail_fast=True).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("record", EXACT, ids=lambda r: r.name)
+def test_exact_implementations_pass_with_default_settings(record, dtype):
+    assert check_verifier(record.fn, dtype=dtype).passed
+
+
+def test_repeated_seeds_never_cry_wolf():
+    """False-alarm design: alpha = 1e-6 per check; 40 independent checks of an exact verifier."""
+    suite = [s for s in default_suite() if "large" not in s.tags]
+    for seed in range(40):
+        result = check_verifier(cli_targets.exact, samples=2_000, seed=1000 + seed, scenarios=suite)
+        assert not result.flagged, result.summary()
+
+
+def test_chernoff_event_test_false_alarm_rate_is_below_its_bound():
+    """Simulated null: Bernoulli means at p; rejections at c = ln(2/0.05) stay below 5%."""
+    rng = np.random.default_rng(0)
+    c = math.log(2 / 0.05)
+    for p in (0.01, 0.3, 0.5):
+        for n in (50, 2000):
+            means = rng.binomial(n, p, size=4000) / n
+            rate = np.mean([event_test(p, m, n, c).rejected for m in means])
+            assert rate <= 0.05
+
+
+def test_power_calculation_matches_simulation():
+    """A shift of detectable_shift(p, n, c) is caught in at least 99% of simulated runs."""
+    rng = np.random.default_rng(1)
+    c, p, n = critical_value(1e-6, 100, 4), 0.4, 20_000
+    shift = detectable_shift(p, n, c)
+    means = rng.binomial(n, p + shift, size=2000) / n
+    assert np.mean([event_test(p, m, n, c).rejected for m in means]) >= 0.99
+    assert samples_for_shift(shift, p, c) <= n * 1.02
+
+
+def test_statistics_helpers():
+    assert bernoulli_kl(0.5, 0.5) == 0
+    assert bernoulli_kl(0.1, 0.0) == math.inf
+    assert rejection_threshold(0.5, 100, 1.0) > 0.5 > rejection_threshold(0.5, 100, 1.0, upper=False)
+    assert event_test(0.0, 1e-5, 100_000, 20.0).rejected  # a probability-0 event: any occurrence
+    assert not event_test(0.5, 0.5004, 100_000, 20.0, tau=0.001).rejected  # inside the tolerance band
+    with pytest.raises(ValueError):
+        critical_value(0, 1)
+
+
+def test_small_bias_detected_only_above_the_reported_resolution():
+    """A verifier that resamples from p on a fraction eps of its rows: flagged when eps*TV is well
+    above the detectable TV, passed when far below."""
+    def mixture(eps):
+        def verify(draft_probs, target_probs, draft_token_ids, generator):
+            good = cli_targets.exact(draft_probs, target_probs, draft_token_ids, generator)
+            bad = cli_targets.lossy(draft_probs, target_probs, draft_token_ids, generator)
+            pick = torch.rand(good.shape[0], generator=generator) < eps
+            return torch.where(pick.unsqueeze(1), bad, good)
+        return verify
+
+    suite = [Scenario.from_laws("resample counterexample", "p=(1/2,1/2), q=(1,0)", [0.5, 0.5], [1, 0], 2)]
+    strong = check_verifier(mixture(0.5), scenarios=suite, samples=20_000)
+    assert not strong.passed
+    faint = check_verifier(mixture(0.002), scenarios=suite, samples=20_000)
+    assert faint.passed and 0.002 * 0.25 < faint.detectable_tv <= faint.max_detectable_tv
+
+
+def test_assert_lossless_message_shape():
+    with pytest.raises(AssertionError) as info:
+        assert_lossless(cli_targets.lossy, fail_fast=True)
+    text = str(info.value)
+    assert text.startswith("FAIL:") and text.splitlines()[1].startswith("Diagnosis: ")
+    assert "Mismatched events:" in text and "where the exact law gives" in text and "nats, threshold" in text
+    assert assert_lossless(cli_targets.exact, samples=2_000, max_detectable_tv=0.5).passed
+    with pytest.raises(AssertionError, match="^UNDERPOWERED"):
+        assert_lossless(cli_targets.exact, samples=2_000)
+
+
+@pytest.mark.parametrize("name, error, fragment", [
+    ("raises", VerifierError, "kernel exploded"),
+    ("wrong_shape", ContractViolation, "shape"),
+    ("wrong_dtype", ContractViolation, "int64"),
+    ("out_of_range", ContractViolation, "outside"),
+    ("holes", ContractViolation, "holes"),
+    ("not_a_tensor", ContractViolation, "not a tensor"),
+    ("on_meta", ContractViolation, "meta device"),
+])
+def test_misbehaving_verifiers_are_usage_errors(name, error, fragment):
+    with pytest.raises(error, match=fragment):
+        check_verifier(getattr(cli_targets, name), samples=200)
+
+
+def test_hanging_verifier_times_out():
+    with pytest.raises(VerifierError, match="did not return within"):
+        check_verifier(cli_targets.hangs, samples=200, timeout=0.5)
+
+
+def test_api_has_a_default_timeout_and_tells_the_verifiers_own_timeout_apart():
+    import inspect
+
+    assert inspect.signature(check_verifier).parameters["timeout"].default == 120.0
+    with pytest.raises(VerifierError, match="raised TimeoutError: backend queue timed out"):
+        check_verifier(cli_targets.own_timeout, samples=200)
+    with pytest.raises(VerifierError, match="did not return within 0.5 s"):
+        check_verifier(cli_targets.swallows_everything, samples=200, timeout=0.5)
+    with pytest.raises(VerifierError, match=r"called sys.exit\(0\)"):
+        check_verifier(cli_targets.exits_zero, samples=200)
+
+
+def test_bad_arguments():
+    from specproof.harness import SpecproofInputError
+
+    for kwargs in ({"samples": 10}, {"alpha": 2.0}, {"dtype": "int8"}, {"device": "tpu"},
+                   {"device": "meta"}, {"device": "mps"}, {"timeout": float("nan")}, {"timeout": float("inf")},
+                   {"seed": 10**25}, {"seed": -1}, {"max_detectable_tv": 0.0}, {"max_detectable_tv": 1.5},
+                   {"scenarios": []}, {"samples": 100, "budget": 1000}):
+        with pytest.raises(SpecproofInputError):
+            check_verifier(cli_targets.exact, **kwargs)
+
+
+def test_inputs_reused_as_scratch_do_not_cause_a_false_fail():
+    result = check_verifier(cli_targets.scribbles_on_inputs, samples=2_000, max_detectable_tv=0.5)
+    assert result.passed, result.summary()
+
+
+def test_a_verifier_on_the_global_rng_is_a_reproducibility_finding():
+    result = check_verifier(cli_targets.global_rng, samples=500)
+    assert result.verdict is Verdict.FAIL and result.exit_code == 1
+    assert [f.family for f in result.reproducibility] == ["reproducibility"]
+    assert result.diagnosis_line().startswith("Diagnosis: not reproducible")
+    assert result.as_json()["reproducibility"][0]["statistic"] == "inf"
+
+
+def test_verdict_vocabulary_and_underpowered_bfloat16():
+    assert [v.value for v in Verdict] == ["pass", "fail", "underpowered"]
+    result = check_verifier(cli_targets.exact, dtype="bfloat16", samples=500)
+    assert result.detectable_tv == 1.0 and result.verdict is Verdict.UNDERPOWERED and not result.passed
+    assert result.exit_code == 3 and result.summary().startswith("UNDERPOWERED")
+
+
+def test_diagnosis_names_the_bug_class_with_the_most_evidence():
+    result = check_verifier(cli_targets.lossy, samples=2_000)
+    best = result.diagnosis()
+    assert best.rule == "resample-from-target" and best.position == 1 and best.exact_tv > 0
+    evidence = result.evidence_by_rule()
+    assert evidence["resample-from-target"] == max(evidence.values())
+    lines = result.summary().splitlines()
+    assert sum(line.startswith("  [") for line in lines) == 10
+    assert f"  ... {len(result.findings) - 10} more in --json" in lines
+
+
+def test_result_json_and_summary():
+    result = check_verifier(cli_targets.exact, samples=1_000, max_detectable_tv=1.0)
+    data = result.as_json()
+    assert data["verdict"] == "pass" and data["rows"] == result.rows > 0
+    assert data["exit_code"] == 0 and data["max_detectable_tv"] == 1.0 and data["diagnosis"] is None
+    assert {s["name"] for s in data["scenarios"]} >= {"prefix-dependent V4 K2", "large vocabulary V1000 K4"}
+    assert "Detectable TV" in result.summary()
+
+
+def test_a_probability_0_token_is_certain_and_names_its_position():
+    suite = [Scenario.from_laws("zero at position 2", "p=(1/2,1/2,0), q=(1/3,1/3,1/3)",
+                                [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3], 2)]
+    result = check_verifier(cli_targets.emits_impossible_second_token, scenarios=suite, samples=500)
+    best = result.diagnosis()
+    assert result.flagged and best.certain and best.family == "impossible" and best.position == 2
+    assert "at token position 2" in result.diagnosis_line()
+
+
+def test_progress_is_one_bar_with_percentage_or_lines_to_a_callable(capsys):
+    suite = [s for s in default_suite() if "large" not in s.tags][:3]
+    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=True)
+    err = capsys.readouterr().err
+    assert "specproof check: 100%" in err and "600/600" in err
+    lines = []
+    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=lines.append)
+    assert len(lines) == 3 * 4 and lines[-1].endswith("look 4/4, 0 events rejected")
+    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=False)
+    assert capsys.readouterr().err == ""
