@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from specproof.proofs.errors import SpecproofInputError
+from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["BASELINE_VOCAB", "BASELINE_DRAFTS", "DIRICHLET_ALPHA", "REFERENCE_LAWS", "RUNTIME_MULTIPLIER",
            "Flag", "RowsToFlag", "runtime_distribution_test", "chi_square_first_token",
@@ -68,10 +69,8 @@ class Flag:
     scenario_rows: int | None = None  # rows within the scenario that flagged (specproof's suite only)
 
     def as_json(self) -> dict[str, Any]:
-        def finite(x: float) -> float | str:
-            return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
-        return {"flagged": self.flagged, "rows": self.rows, "statistic": finite(self.statistic),
-                "threshold": finite(self.threshold), "how": self.how,
+        return {"flagged": self.flagged, "rows": self.rows, "statistic": number_word(self.statistic),
+                "threshold": number_word(self.threshold), "how": self.how,
                 "rows_in_flagging_scenario": self.scenario_rows}
 
 

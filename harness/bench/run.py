@@ -61,7 +61,6 @@ Sections (each measured in the same process, one after the other, never concurre
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -85,6 +84,7 @@ from specproof.harness.check.runner import check_verifier
 from specproof.harness.check.events import build_families
 from specproof.harness.files.provenance import atomic_write_text, provenance, write_json
 from specproof.harness.check.scenarios import Scenario
+from specproof.harness.files.json_numbers import json_safe
 
 __all__ = ["SCHEMA", "BenchConfig", "run_bench", "write_bench", "throughput_row", "fit_exponent",
            "THROUGHPUT_IMPLEMENTATION"]
@@ -299,7 +299,7 @@ def run_bench(config: BenchConfig, *, progress: Callable[[str], None] | None = N
     }
     data["total_seconds"] = time.perf_counter() - start
     data["goals"] = _goals(config, data)
-    return _json_safe(data)
+    return json_safe(data)
 
 
 def _load_average() -> list[float] | None:
@@ -315,17 +315,6 @@ def _config_json(config: BenchConfig) -> dict[str, Any]:
     out["throughput_samples"] = {str(k): v for k, v in config.throughput_samples.items()}
     out["k_series"] = {str(k): v for k, v in config.k_series.items()}
     return out
-
-
-def _json_safe(value: Any) -> Any:
-    """Non-finite floats as strings ("inf", "-inf", "nan"): strict JSON readers reject the bare tokens."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def write_bench(data: dict[str, Any], out: str | Path) -> tuple[Path, Path]:

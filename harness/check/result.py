@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from specproof.harness.files.json_numbers import number_word
+
 __all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS",
            "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
 
@@ -66,7 +68,7 @@ class Finding:
 
     def as_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in self.__dict__.items()} | {
-            "statistic": "inf" if math.isinf(self.statistic) else self.statistic}
+            "statistic": number_word(self.statistic)}
 
     @property
     def certain(self) -> bool:

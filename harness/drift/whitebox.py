@@ -47,6 +47,7 @@ from specproof.harness.exact.convert import DTYPES, DtypeInfo, dtype_name, dyadi
 from specproof.harness.drift.bounds import ErrorModel
 from specproof.proofs.arith.fast import DVec, QVec
 from specproof.harness.exact.reference import ExactReference, ExactVector, exact_reference, fraction_string
+from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["FORMS", "FIELDS", "ErrorModel", "FieldDrift", "LawDrift", "DriftResult", "measure_whitebox",
            "round_to_dtype", "ulp_histogram_edges"]
@@ -61,10 +62,6 @@ _HIST_UPPER = [2.0**j for j in range(-1, 21)] + [math.inf]  # ULP-error bins (0,
 def ulp_histogram_edges() -> list[float]:
     """Upper edges of the ULP-error histogram bins after the "exactly 0" bin: 1/2, 1, 2, ..., 2^20, inf."""
     return list(_HIST_UPPER)
-
-
-def _json_float(x: float) -> float | str:
-    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "nan")
 
 
 # -- exact differences -----------------------------------------------------------------------------
@@ -142,7 +139,7 @@ def _histogram(ulp: np.ndarray, zero: np.ndarray) -> list[dict[str, Any]]:
     positive = ulp[~zero]
     index = np.searchsorted(np.array(_HIST_UPPER), positive, side="left")
     counts = np.bincount(index, minlength=len(_HIST_UPPER))
-    bins += [{"upper": _json_float(edge), "count": int(c)} for edge, c in zip(_HIST_UPPER, counts)]
+    bins += [{"upper": number_word(edge), "count": int(c)} for edge, c in zip(_HIST_UPPER, counts)]
     return bins
 
 
@@ -180,12 +177,12 @@ class FieldDrift:
         return {"name": self.name, "size": self.size, "within_tolerance": self.within_tolerance,
                 "max_abs_error": fraction_string(self.max_abs_error),
                 "max_abs_error_float": float(self.max_abs_error), "worst_index": self.worst_index,
-                "max_rel_error": _json_float(self.max_rel_error),
-                "max_ulp_error": _json_float(self.max_ulp_error),
-                "bound_at_worst": _json_float(self.bound_at_worst), "violations": self.violations,
+                "max_rel_error": number_word(self.max_rel_error),
+                "max_ulp_error": number_word(self.max_ulp_error),
+                "bound_at_worst": number_word(self.bound_at_worst), "violations": self.violations,
                 "nonfinite": self.nonfinite, "impossible_mass": fraction_string(self.impossible_mass),
                 "zero_mismatches": self.zero_mismatches,
-                "max_ulp_error_same_support": _json_float(self.max_ulp_error_same_support),
+                "max_ulp_error_same_support": number_word(self.max_ulp_error_same_support),
                 "bound": self.bound_terms, "ulp_histogram": self.ulp_histogram}
 
 
@@ -262,9 +259,9 @@ class LawDrift:
         return float(self.tv) <= self.tv_bound * _BOUND_SLACK and not self.residual_vanished
 
     def as_json(self) -> dict[str, Any]:
-        return {"tv": fraction_string(self.tv), "tv_float": float(self.tv), "tv_bound": _json_float(self.tv_bound),
+        return {"tv": fraction_string(self.tv), "tv_float": float(self.tv), "tv_bound": number_word(self.tv_bound),
                 "within_tolerance": self.within_tolerance, "max_error": fraction_string(self.max_error),
-                "max_error_float": float(self.max_error), "kl": _json_float(self.kl),
+                "max_error_float": float(self.max_error), "kl": number_word(self.kl),
                 "lost_mass": fraction_string(self.lost_mass), "lost_tokens": self.lost_tokens,
                 "acceptance_rate_error": fraction_string(self.acceptance_rate_error),
                 "acceptance_rate_error_float": float(self.acceptance_rate_error),
@@ -411,8 +408,8 @@ def _fields(model: ErrorModel, ref: ExactReference, floats: dict[str, _Floats],
     bounds["output"] = (bounds["accepted_mass"] + b_rej * e64["residual"] + rej_f * bounds["residual"]
                         + u_op * rej_f * r_f + u_op / (1 - u_op) * o_f + eps / 2)
     terms = {
-        "accept": {"relative": _json_float(r_a), "absolute": eps, "cap": 1.0},
-        "accepted_mass": {"relative": _json_float(r_m), "absolute": a_m,
+        "accept": {"relative": number_word(r_a), "absolute": eps, "cap": 1.0},
+        "accepted_mass": {"relative": number_word(r_m), "absolute": a_m,
                           "cap": "q^ (1 + sigma)(1 + u_op) + eps"},
         "rejection": {"relative": u_op, "absolute": (1 + u_op) * e_s},
         "residual": ({"vacuous": "exact residual mass within the bound's own error", "absolute": 1 + u_op}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from specproof.harness.files.json_numbers import number_word, read_number
 
 __all__ = ["DTYPE_ORDER", "fmt", "proof_table", "drift_tables", "half_type_split", "zoo_table",
            "unexpected_rows", "detectable_by_rule", "summarise", "row_status", "worst_status", "STATUSES",
@@ -53,7 +54,7 @@ def fmt(x: Any, digits: int = 3) -> str:
         exponent = int(math.log10(abs(x)))  # exact enough for 3 digits; beyond float range too
         return f"{x / 10**exponent:.{digits}f}e+{exponent}"
     if not math.isfinite(x):
-        return "inf" if x > 0 else "nan"
+        return str(number_word(x))
     if x == 0:
         return "0"
     if abs(x) >= 1e15:  # a 305-digit integer says nothing a mantissa and exponent do not
@@ -106,23 +107,16 @@ def ulp_text(rows: list[dict[str, Any]]) -> str:
     mismatched = [o for o in outputs if o.get("zero_mismatches")]
     if not mismatched:
         return fmt(_max([_value(r, "max_ulp_error") for r in rows]))
-    elsewhere = _max([_number(o.get("max_ulp_error_same_support")) for o in outputs])
+    elsewhere = _max([read_number(o.get("max_ulp_error_same_support")) for o in outputs])
     return (f"zero vs non-zero ({sum(o['zero_mismatches'] for o in mismatched)} entries on {len(mismatched)} "
             f"input(s)); {fmt(elsewhere)} elsewhere")
-
-
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    return math.inf if value == "inf" else float(value)
 
 
 def _value(row: dict[str, Any], name: str) -> float | None:
     fig = row["figures"].get(name)
     if fig is None or fig["value"] is None:
         return None
-    value = fig["value"]
-    return math.inf if value == "inf" else float(value) if value != "nan" else math.nan
+    return read_number(fig["value"])
 
 
 def _max(values: list[float | None]) -> float | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specproof.harness.report.schema import HASH_NAMES
+from specproof.harness.files.json_numbers import number_word, read_number
 
 __all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON"]
 
@@ -51,10 +52,8 @@ class FigureChange:
         return 1 if delta > self.threshold else -1 if delta < -self.threshold else 0
 
     def as_json(self) -> dict[str, Any]:
-        def clean(x: float) -> float | str:
-            return x if math.isfinite(x) else str(x)
-        return {"name": self.name, "baseline": clean(self.baseline), "current": clean(self.current),
-                "threshold": clean(self.threshold), "direction": self.direction}
+        return {"name": self.name, "baseline": number_word(self.baseline), "current": number_word(self.current),
+                "threshold": number_word(self.threshold), "direction": self.direction}
 
     def text(self) -> str:
         return f"{self.name} {self.baseline:.3g} -> {self.current:.3g} (threshold {self.threshold:.3g})"
@@ -97,20 +96,12 @@ class Comparison:
         return {"counts": self.counts(), "notes": list(self.notes), "rows": [r.as_json() for r in self.rows]}
 
 
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return {"inf": math.inf, "-inf": -math.inf}.get(value, math.nan)
-    return float(value)
-
-
 def _figure_changes(baseline: dict[str, Any], current: dict[str, Any]) -> list[FigureChange]:
     changes = []
     for name in sorted(set(baseline["figures"]) & set(current["figures"])):
         b, c = baseline["figures"][name], current["figures"][name]
         thresholds = [t for t in (b.get("threshold"), c.get("threshold")) if t is not None]
-        b_value, c_value = _number(b.get("value")), _number(c.get("value"))
+        b_value, c_value = read_number(b.get("value")), read_number(c.get("value"))
         if not thresholds or b_value is None or c_value is None:
             continue
         changes.append(FigureChange(name, b_value, c_value, max(thresholds)))

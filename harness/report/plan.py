@@ -34,6 +34,7 @@ import numpy as np
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.report.schema import bytes_hash, definition_hash, row_key, rule_hash
+from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["TaskSpec", "TaskOutcome", "WhiteboxInput", "whitebox_inputs", "grid_scenarios",
            "run_task", "FORM_OF_RULE", "STEP_RULE_NAMES", "ulp_bin_label", "ulp_histogram_bins", "ULP_BINS"]
@@ -164,9 +165,8 @@ def figure(value: float | Fraction | None, threshold: float | None, source: str,
     if isinstance(value, Fraction):
         exact, value = value, float(value)
     number = None if value is None else float(value)
-    if number is not None and not math.isfinite(number):
-        number = "inf" if number > 0 else "nan"
-    return {"value": number, "exact": None if exact is None else f"{exact.numerator}/{exact.denominator}",
+    return {"value": None if number is None else number_word(number),
+            "exact": None if exact is None else f"{exact.numerator}/{exact.denominator}",
             "threshold": None if threshold is None else float(threshold), "threshold_source": source,
             "dtype": dtype}
 
@@ -246,10 +246,10 @@ def whitebox_row(record: Any, dtype: str, pair: WhiteboxInput, device: str) -> d
         "tv_pq_float": float(1 - result.reference.acceptance_rate),
         "tv_bound": tv_bound, "tolerance_vacuous": bool(tv_bound >= 1), "form": result.model.form,
         "failing_fields": result.failing_fields(), "residual_vanished": law.residual_vanished,
-        "fields": {name: {"max_abs_error": float(f.max_abs_error), "max_rel_error": _finite(f.max_rel_error),
-                          "max_ulp_error": _finite(f.max_ulp_error), "bound_at_worst": _finite(f.bound_at_worst),
+        "fields": {name: {"max_abs_error": float(f.max_abs_error), "max_rel_error": number_word(f.max_rel_error),
+                          "max_ulp_error": number_word(f.max_ulp_error), "bound_at_worst": number_word(f.bound_at_worst),
                           "zero_mismatches": f.zero_mismatches,
-                          "max_ulp_error_same_support": _finite(f.max_ulp_error_same_support),
+                          "max_ulp_error_same_support": number_word(f.max_ulp_error_same_support),
                           "violations": f.violations, "within_tolerance": f.within_tolerance}
                    for name, f in fields.items()},
         "ulp_histogram": ulp_histogram_bins(out.ulp_histogram),
@@ -272,10 +272,6 @@ def ulp_histogram_bins(histogram: list[dict[str, Any]]) -> dict[str, int]:
     """The non-empty bins of :func:`~specproof.harness.drift.whitebox.measure_whitebox`'s ULP histogram (bin 0:
     error exactly 0; bin ``j``: error in ``(2^(j-3), 2^(j-2)]`` ULPs; the last: above ``2^20``)."""
     return {ulp_bin_label(i): b["count"] for i, b in enumerate(histogram) if b["count"]}
-
-
-def _finite(x: float) -> float | str:
-    return x if math.isfinite(x) else "inf"
 
 
 def grid_row(record: Any, dtype: str, scenario: Any, device: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from specproof.harness.report.plan import ULP_BINS, ulp_bin_label
+from specproof.harness.files.json_numbers import read_number
 
 __all__ = ["drift_against_vocabulary", "ulp_histograms", "acceptance_error_against_tv", "half_type_margins",
            "all_figures"]
@@ -48,10 +49,6 @@ def _whitebox_rows(document: dict[str, Any], prefix: str) -> dict[str, list[dict
     return out
 
 
-def _number(value: Any) -> float:
-    return math.inf if value == "inf" else float(value)
-
-
 def _plot_with_zeros(ax: Any, xs: list[float], ys: list[float], floor: float, **style: Any) -> None:
     pairs = sorted(zip(xs, ys))
     ax.plot([x for x, _ in pairs], [max(y, floor) for _, y in pairs], **style)
@@ -76,13 +73,13 @@ def drift_against_vocabulary(document: dict[str, Any]) -> tuple[bytes, str] | No
         by_impl: dict[str, list[dict[str, Any]]] = {}
         for row in data[dtype]:
             by_impl.setdefault(row["implementation"], []).append(row)
-        values = [_number(r["figures"]["tv"]["value"]) for r in data[dtype]]
+        values = [read_number(r["figures"]["tv"]["value"]) for r in data[dtype]]
         bounds = [r["figures"]["tv"]["threshold"] for r in data[dtype]]
         floor = _floor(values + bounds)
         for i, (name, rows) in enumerate(sorted(by_impl.items())):
             color = f"C{i}"
             xs = [r["detail"]["vocab"] for r in rows]
-            _plot_with_zeros(ax, xs, [_number(r["figures"]["tv"]["value"]) for r in rows], floor,
+            _plot_with_zeros(ax, xs, [read_number(r["figures"]["tv"]["value"]) for r in rows], floor,
                              color=color, marker=_MARKERS[i % len(_MARKERS)], label=name)
             pairs = sorted(zip(xs, (r["figures"]["tv"]["threshold"] for r in rows)))
             ax.plot([x for x, _ in pairs], [b for _, b in pairs], color=color, linestyle="--", linewidth=0.8,
@@ -147,11 +144,11 @@ def acceptance_error_against_tv(document: dict[str, Any]) -> tuple[bytes, str] |
         by_impl: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             by_impl.setdefault(row["implementation"], []).append(row)
-        values = [_number(r["figures"]["acceptance_rate_error"]["value"]) for r in rows]
+        values = [read_number(r["figures"]["acceptance_rate_error"]["value"]) for r in rows]
         floor = _floor(values)
         for i, (name, group) in enumerate(sorted(by_impl.items())):
             xs = [r["detail"]["tv_pq_float"] for r in group]
-            ys = [_number(r["figures"]["acceptance_rate_error"]["value"]) for r in group]
+            ys = [read_number(r["figures"]["acceptance_rate_error"]["value"]) for r in group]
             ax.scatter(xs, [max(y, floor) for y in ys], color=f"C{i}", marker=_MARKERS[i % len(_MARKERS)],
                        label=name, alpha=0.8)
         ax.set_xscale("log")
@@ -176,7 +173,7 @@ def half_type_margins(document: dict[str, Any]) -> tuple[bytes, str] | None:
         tv = row["figures"].get("tv")
         if not tv or not tv["threshold"] or tv["value"] is None:
             continue
-        ratio = _number(tv["value"]) / tv["threshold"]
+        ratio = read_number(tv["value"]) / tv["threshold"]
         points.setdefault(row["dtype"], []).append((f"{row['implementation']} ({row['kind']})", ratio, row["passed"]))
     dtypes = [d for d in ("float16", "bfloat16") if d in points]
     if not dtypes:
