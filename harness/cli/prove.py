@@ -108,7 +108,6 @@ def _check_json_path(path_text: str | None) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     from specproof.proofs import Settings, prove_entry, prove_theorem, resolve_rule
     from specproof.proofs import catalogue, theorems
-    from specproof.proofs.engine.verdicts import settle
 
     if not args.all and not args.rule:
         raise SpecproofInputError("prove", "no rule selected", "pass --all or --rule NAME (or PATH.py:NAME)")
@@ -136,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     theorem_results: list[ProofResult] = []
     if args.all:
         for theorem in theorems():
-            result = settle(prove_theorem(theorem, rlimit=args.rlimit))
+            result = prove_theorem(theorem, rlimit=args.rlimit)
             theorem_results.append(result)
             print("\n".join(_lines(result, args.accept_bounded)), flush=True)
     seconds = time.perf_counter() - start

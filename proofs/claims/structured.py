@@ -2,8 +2,9 @@
 
 Each function returns a :class:`~specproof.proofs.engine.results.ProofResult`; the laws come from their one
 definition (:mod:`.block`, :mod:`.multidraft`, :mod:`.sampler_match`, :mod:`.processors`).  Every
-obligation carries its basis (machine, bounded, assumption with its source); the verdict is
-:func:`~specproof.proofs.claims.theorems.scoped_verdict`'s, with the assumptions listed in the notes.
+obligation carries its basis (machine, bounded, assumption with its source); the verdict, its scope
+and its assumptions are decided by :func:`~specproof.proofs.engine.verdicts.decide` (through
+:func:`~specproof.proofs.engine.verdicts.settle`), the assumptions also listed in the notes.
 
 * block verification - for every V and K, by two inductions whose decompositions are taken from the
   paper (assumption), with the pointwise and algebraic steps machine-checked (B1-B4), plus exhaustive
@@ -21,6 +22,8 @@ obligation carries its basis (machine, bounded, assumption with its source); the
 Sum steps use the facts of :mod:`.finite_sums` (induction on n).  A z3 check whose conclusion follows
 from its hypotheses by rewriting alone is not recorded as evidence; the decomposition it encoded is an
 assumption with its source.
+
+Layer: proofs.claims (level 3); imports proofs.engine, proofs.laws, proofs.arith and claims.theorems.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ from specproof.proofs.laws.sampler_match import sampler_match_law
 from specproof.proofs.engine.counterexamples import simplex_grid
 from specproof.proofs.laws.sequences import ToyPair, round_law
 from specproof.proofs.engine.solvers import check_z3, prove_by_cases
-from specproof.proofs.claims.theorems import assumption, bounded, ranking_order, scoped_verdict
+from specproof.proofs.claims.theorems import assumption, bounded, ranking_order
+from specproof.proofs.engine.verdicts import settle
 
 __all__ = ["prove_block", "prove_recursive_rejection", "prove_spectr", "prove_sampler_match",
            "prove_processor_both_sides", "BLOCK_CHECK_VECTOR"]
@@ -62,15 +66,15 @@ BLOCK_CHECK_VECTOR = {"p": (THIRD, 2 * THIRD), "q": (2 * THIRD, THIRD), "k": 2}
 
 def _result(name: str, claim: str, obligations: list[Obligation], method: str, n: str, start: float,
             settings: Settings, notes: tuple[str, ...] = (), *, every_n: bool) -> ProofResult:
-    """``every_n``: the obligations contain a complete every-size chain (else the verdict is BOUNDED)."""
-    verdict, assumptions = scoped_verdict(obligations, every_n)
-    reason = "; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED)
-    if verdict == Verdict.BOUNDED:
-        reason = "no every-size proof; bounded checks only: " + ", ".join(
-            o.name for o in obligations if o.basis == Basis.BOUNDED)
-    return ProofResult(name, claim, verdict, method, n, time.perf_counter() - start,
-                       solver_versions(settings.rlimit), obligations=tuple(obligations), reason=reason,
-                       notes=notes + tuple(f"assumption: {a}" for a in assumptions))
+    """``every_n``: the obligations contain a complete every-size chain (the prover's claim; bounded
+    obligations are then cross-checks).  :func:`settle` decides the verdict from the obligations."""
+    assumptions = tuple(f"{o.name}: {o.source}" for o in obligations if o.basis == Basis.ASSUMPTION)
+    claimed = Verdict.PROVED if every_n else Verdict.BOUNDED
+    return settle(ProofResult(name, claim, claimed, method, n, time.perf_counter() - start,
+                              solver_versions(settings.rlimit), obligations=tuple(obligations),
+                              reason="; ".join(f"{o.name}: {o.detail}" for o in obligations
+                                               if o.verdict != Verdict.PROVED),
+                              notes=notes + tuple(f"assumption: {a}" for a in assumptions)))
 
 
 def _exact_obligation(name: str, statement: str, check: Callable[[], tuple[bool, str]]) -> Obligation:

@@ -4,8 +4,13 @@ Each theorem's proof is a list of :class:`~specproof.proofs.engine.results.Oblig
 its basis: ``machine`` (z3, sympy case splits, the sum facts of :mod:`.finite_sums` proved by induction
 on ``n``), ``bounded`` (direct checks and exhaustive exact enumeration at the listed sizes: cross-checks,
 never evidence for every ``n``) or ``assumption`` (a step taken from the named source, not checked
-here).  :func:`scoped_verdict` turns them into one verdict: PROVED only when the theorem's every-size
-chain is complete (its assumptions listed), BOUNDED when only bounded checks support it.
+here).  The verdict is decided in one place, :func:`~specproof.proofs.engine.verdicts.decide` (through
+:func:`~specproof.proofs.engine.verdicts.settle`): PROVED only when the theorem's every-size chain is
+complete (its assumptions listed with their sources), BOUNDED when only bounded checks support it, so
+every caller of :func:`prove_theorem` (``specproof prove``, the report, the benchmark) gets the same
+verdict, scope and assumptions.
+
+Layer: proofs.claims (level 3); imports proofs.engine, proofs.laws, proofs.arith, proofs.errors.
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ from specproof.proofs.arith.z3_backend import Z3Arith
 from specproof.proofs.engine.every_size import GenericCoordinateArith, direct_check, prove_every_size
 from specproof.proofs.engine.finite_sums import sum_step
 from specproof.proofs.engine.results import DEFAULT_RLIMIT, Basis, Obligation, ProofResult, Verdict, combine, solver_versions
+from specproof.proofs.engine.verdicts import settle
 from specproof.proofs.laws.step_rules import CANONICAL, GREEDY, step_law, step_rules
 from specproof.proofs.engine.counterexamples import PairLaw, find_counterexample, law_distance
 from specproof.proofs.laws.sequences import ToyPair, continued_law, round_law, target_law
 from specproof.proofs.engine.solvers import check_z3, prove_by_cases
 
-__all__ = ["Theorem", "theorems", "prove_theorem", "scoped_verdict", "assumption", "bounded", "ranking_order", "EXHAUSTIVE_SIZES"]
+__all__ = ["Theorem", "theorems", "prove_theorem", "assumption", "bounded", "ranking_order", "EXHAUSTIVE_SIZES"]
 
 EXHAUSTIVE_SIZES = ((2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (3, 3))
 """(V, K) pairs checked by exhaustive enumeration of every sequence."""
@@ -49,20 +55,6 @@ def assumption(name: str, statement: str, source: str) -> Obligation:
     """A step taken from ``source`` and not checked here (basis ``assumption``)."""
     return Obligation(name, statement, Verdict.PROVED, "stated, not checked", 0.0,
                       f"taken from {source}", Basis.ASSUMPTION, source)
-
-
-def scoped_verdict(obligations: list[Obligation] | tuple[Obligation, ...],
-                   every_n: bool) -> tuple[Verdict, tuple[str, ...]]:
-    """The verdict of a list of obligations and the assumptions it rests on.
-
-    Any REFUTED, VACUOUS or INCONCLUSIVE obligation decides (:func:`combine`).  Otherwise PROVED when
-    ``every_n`` (the obligations include a complete every-size chain of machine or assumption steps),
-    else BOUNDED: bounded checks alone never make PROVED.  Assumptions are ``"name: source"``."""
-    verdict = combine(o.verdict for o in obligations)
-    assumptions = tuple(f"{o.name}: {o.source}" for o in obligations if o.basis == Basis.ASSUMPTION)
-    if verdict != Verdict.PROVED:
-        return verdict, assumptions
-    return (Verdict.PROVED if every_n else Verdict.BOUNDED), assumptions
 
 
 def bounded(o: Obligation) -> Obligation:
@@ -384,12 +376,14 @@ def prove_theorem(theorem: Theorem | str, *, rlimit: int = DEFAULT_RLIMIT) -> Pr
         theorem = by_name[theorem]
     start = time.perf_counter()
     obligations, info = theorem.check(rlimit)
-    verdict, assumptions = scoped_verdict(obligations, info["every_n"])
     methods = sorted({o.method for o in obligations})
-    return ProofResult(
-        rule=theorem.name, claim="theorem", verdict=verdict, method=", ".join(methods), n=info["n"],
+    # the theorem's own claim (an every-size chain is among its obligations, or bounded checks only);
+    # settle() lets decide() turn it and the obligations into the verdict, scope and assumptions
+    claim = Verdict.PROVED if info["every_n"] else Verdict.BOUNDED
+    assumptions = tuple(f"{o.name}: {o.source}" for o in obligations if o.basis == Basis.ASSUMPTION)
+    return settle(ProofResult(
+        rule=theorem.name, claim="theorem", verdict=claim, method=", ".join(methods), n=info["n"],
         seconds=time.perf_counter() - start, versions=solver_versions(rlimit),
         counterexample=info.get("counterexample"), obligations=tuple(obligations),
-        reason="" if verdict == Verdict.PROVED else
-        "; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED),
-        notes=(f"{theorem.title}: {theorem.statement}",) + tuple(f"assumption: {a}" for a in assumptions))
+        reason="; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED),
+        notes=(f"{theorem.title}: {theorem.statement}",) + tuple(f"assumption: {a}" for a in assumptions)))

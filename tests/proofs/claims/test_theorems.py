@@ -4,8 +4,8 @@ import pytest
 
 from specproof.proofs import Verdict, prove_theorem
 from specproof.proofs import theorems
-from specproof.proofs.engine.results import Basis, Obligation
-from specproof.proofs.claims.theorems import scoped_verdict
+from specproof.proofs.engine.results import Basis, Obligation, ProofResult
+from specproof.proofs.engine.verdicts import settle
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +58,26 @@ def _ob(verdict, basis=Basis.MACHINE):
 @pytest.mark.parametrize("verdicts", [(a, b) for a in Verdict if a != Verdict.BOUNDED
                                       for b in Verdict if b != Verdict.BOUNDED])
 @pytest.mark.parametrize("every_n", [True, False])
-def test_scoped_verdict_never_proves_without_an_every_size_chain(verdicts, every_n):
-    obligations = [_ob(verdicts[0], Basis.BOUNDED), _ob(verdicts[1], Basis.ASSUMPTION)]
-    verdict, assumptions = scoped_verdict(obligations, every_n)
-    assert assumptions == ("o: s",)
-    if Verdict.REFUTED in verdicts:
-        assert verdict == Verdict.REFUTED
+def test_a_theorem_is_never_proved_without_an_every_size_chain(verdicts, every_n):
+    """prove_theorem's path: the theorem's claim (every n or not) and its obligations, decided by settle."""
+    obligations = (_ob(verdicts[0], Basis.BOUNDED), _ob(verdicts[1], Basis.ASSUMPTION))
+    claim = Verdict.PROVED if every_n else Verdict.BOUNDED
+    result = settle(ProofResult("T", "theorem", claim, "m", "all", 0.0, {}, obligations=obligations))
+    if Verdict.REFUTED in verdicts:  # a theorem's refuted step has no exact witness of the theorem
+        assert result.verdict == Verdict.INCONCLUSIVE
     elif verdicts == (Verdict.PROVED, Verdict.PROVED):
-        assert verdict == (Verdict.PROVED if every_n else Verdict.BOUNDED)
+        # PROVED only when the theorem claims an every-size chain (here: the assumption, listed)
+        assert result.verdict == (Verdict.PROVED if every_n else Verdict.BOUNDED)
+        assert [(a.statement, a.source) for a in result.assumptions] == [("o", "s")]
     else:
-        assert verdict not in (Verdict.PROVED, Verdict.BOUNDED)
+        assert result.verdict not in (Verdict.PROVED, Verdict.BOUNDED)
+
+
+def test_report_and_prove_get_the_same_settled_theorem():
+    """prove_theorem itself returns the decided result (scope and assumptions set), as specproof prove shows."""
+    result = prove_theorem("T1")
+    assert result.verdict == Verdict.PROVED and result.scope
+    assert settle(result) == result
 
 
 def test_t3_is_proved_for_every_n():
