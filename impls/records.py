@@ -17,6 +17,7 @@ from specproof.impls.kernels.sampling import (
     correction_weights, draw_exponential_race, draw_inverse_cdf, draw_multinomial, race_winner,
 )
 from specproof.impls.adapters.transformers_adapter import probs_to_logits, transformers_speculative_sampling
+from specproof.proofs.laws.implemented import RULE_OF_FORM
 
 __all__ = ["default_registry"]
 
@@ -24,7 +25,6 @@ _ROUND_PARTS = (_round.drafted_probs, _round.rows_at, _round.leading_accepts,
                 _round.assemble_emitted, canonical.final_weights, correction_weights)
 _DRAWS = {"multinomial": draw_multinomial, "race": draw_exponential_race}
 _ACCEPTANCE_TEXT = {"ratio": "u < p/q", "product": "u*q < p", "log": "log u + log q < log p"}
-_RULE = {"ratio": "canonical", "product": "canonical-mul", "log": "canonical-log"}
 _DRAW_TEXT = {"multinomial": "torch.multinomial", "race": "exponential race argmax(w/E)",
               "invcdf": "inverse CDF (cumsum + searchsorted) on injected uniforms"}
 
@@ -34,7 +34,7 @@ def _canonical_records() -> list[Implementation]:
     for form, acceptance in ACCEPTANCE_TESTS.items():
         records.append(Implementation(
             name=f"canonical-{form}-uniforms", fn=getattr(canonical, f"canonical_{form}_uniforms"),
-            contract="uniforms", rule=_RULE[form], expected_exact=True,
+            contract="uniforms", rule=RULE_OF_FORM[form], expected_exact=True,
             description=f"Canonical round, acceptance {_ACCEPTANCE_TEXT[form]}, final draw by "
                         f"{_DRAW_TEXT['invcdf']}; uniforms [B, K+1] in the dtype under test.",
             sources=(canonical.inverse_cdf_round, acceptance, draw_inverse_cdf, *_ROUND_PARTS)))
@@ -46,7 +46,7 @@ def _canonical_records() -> list[Implementation]:
                 parts = (canonical.sampled_round, _DRAWS[draw], race_winner)
             records.append(Implementation(
                 name=name, fn=getattr(canonical, name.replace("-", "_")), contract="batched",
-                rule=_RULE[form], expected_exact=True,
+                rule=RULE_OF_FORM[form], expected_exact=True,
                 description=f"Canonical round, acceptance {_ACCEPTANCE_TEXT[form]}, final draw by "
                             f"{_DRAW_TEXT[draw]}.",
                 uniforms_core=f"canonical-{form}-uniforms" if draw == "invcdf" else None,
@@ -57,7 +57,7 @@ def _canonical_records() -> list[Implementation]:
         records.append(Implementation(
             name=f"canonical-{form}-uniforms-compiled",
             fn=getattr(compiled, f"canonical_{form}_uniforms_compiled"), contract="uniforms",
-            rule=_RULE[form], expected_exact=True, compiled=True,
+            rule=RULE_OF_FORM[form], expected_exact=True, compiled=True,
             description=f"torch.compile (inductor) of canonical-{form}-uniforms; float16/bfloat16 "
                         f"evaluate the acceptance test in float32 (see impls/compiled.py).",
             sources=(core, canonical.inverse_cdf_round, acceptance, draw_inverse_cdf,
@@ -65,7 +65,7 @@ def _canonical_records() -> list[Implementation]:
         records.append(Implementation(
             name=f"canonical-{form}-invcdf-compiled",
             fn=getattr(compiled, f"canonical_{form}_invcdf_compiled"), contract="batched",
-            rule=_RULE[form], expected_exact=True, compiled=True,
+            rule=RULE_OF_FORM[form], expected_exact=True, compiled=True,
             uniforms_core=f"canonical-{form}-uniforms-compiled",
             description=f"Eager torch.rand uniforms, then the compiled canonical-{form} core.",
             sources=(core, canonical.round_uniforms, canonical.inverse_cdf_round, acceptance,
@@ -104,7 +104,7 @@ def _whitebox_records() -> list[Implementation]:
     records = [
         Implementation(
             name=f"whitebox-{form}", fn=getattr(whitebox, f"step_{form}"), contract="whitebox",
-            rule=_RULE[form], expected_exact=True,
+            rule=RULE_OF_FORM[form], expected_exact=True,
             description=f"Acceptance, residual and implied output law as computed by the "
                         f"{_ACCEPTANCE_TEXT[form]} form.",
             sources=(whitebox.normalised_residual, whitebox._assemble))

@@ -24,13 +24,13 @@ from typing import Callable, Iterable, Iterator
 import torch
 
 from specproof.impls.contract import SUPPORTED_DTYPES
+from specproof.proofs.laws.implemented import IMPLEMENTED_RULES
 
 __all__ = ["Implementation", "Registry", "CONTRACTS", "RULES", "DEVICES", "source_text"]
 
 CONTRACTS = ("batched", "uniforms", "whitebox", "multidraft")
-# Names of the rule catalogue (specproof.proofs.laws.step_rules step rules, plus the multi-position rules).
-RULES = ("canonical", "canonical-mul", "canonical-log", "canonical-le", "greedy", "block",
-         "multidraft-rrs", "resample-from-target", "top-k-accept")
+RULES = IMPLEMENTED_RULES
+"""The rules a record may name: the proofs' list (:data:`specproof.proofs.laws.implemented.IMPLEMENTED_RULES`)."""
 DEVICES = ("cpu", "cuda")
 
 

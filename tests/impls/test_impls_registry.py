@@ -157,3 +157,14 @@ def test_the_float16_multinomial_defect_is_still_there():
 
     assert sum(zero_weight_picks(torch.float16, 400_000)) > 0
     assert zero_weight_picks(torch.float32, 100_000) == (0, 0)
+
+
+def test_rule_names_are_the_proofs_rule_names():
+    """impls names rules by the proofs' one list; each step rule and the block rule exist in the proofs."""
+    from specproof.proofs.laws.implemented import FORM_OF_RULE, IMPLEMENTED_RULES, IMPLEMENTED_STEP_RULES
+    from specproof.proofs.laws.step_rules import step_rules
+
+    assert impls.RULES == IMPLEMENTED_RULES
+    assert set(IMPLEMENTED_STEP_RULES) <= {r.name for r in step_rules()}
+    assert {r.rule for r in implementations()} <= set(IMPLEMENTED_RULES)
+    assert {r.rule for r in implementations(contract="uniforms") if r.rule in FORM_OF_RULE} == set(FORM_OF_RULE)
