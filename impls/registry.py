@@ -7,7 +7,7 @@ same list (:func:`specproof.impls.implementations`). Contracts:
   -> emitted [B,K+1]`` int64 (accepted drafts, the correction or bonus token, then ``-1``);
 - ``"uniforms"``: the same with ``uniforms [B,K+1]`` (dtype under test) instead of the generator:
   column ``i < K`` is draft ``i``'s acceptance uniform, column ``K`` the final draw's uniform;
-- ``"whitebox"``: ``fn(p, q) -> StepLaw`` for ``p, q`` of shape ``[V]`` or ``[B,V]``;
+- ``"whitebox"``: ``fn(p, q) -> WhiteboxStepLaw`` for ``p, q`` of shape ``[V]`` or ``[B,V]``;
 - ``"multidraft"``: ``fn(draft_probs [B,V], target_probs [B,V], draft_token_ids [B,n], generator)
   -> emitted [B]`` int64 (one position, ``n`` i.i.d. siblings; see :mod:`.multidraft`).
 """

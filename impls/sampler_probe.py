@@ -9,7 +9,7 @@ exact (a picked weight is compared with 0); the rate is count / rows.
 
 Measured (torch 2.13.0 CPU, seed 0, V=1000): in float16, 9 zero-weight picks in 1,000,000 target
 rows and 14 in 1,000,000 residual rows; 0 and 0 in bfloat16 and float32.  This is why the registry
-labels the ``*-multinomial`` implementations inexact in float16 on CPU (impls/catalogue.py).
+labels the ``*-multinomial`` implementations inexact in float16 on CPU (impls/records.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 __all__ = ["zero_weight_picks", "TABLE_ROWS", "MULTINOMIAL_FLOAT16_DEFECT"]
 
 TABLE_ROWS = 32
-# the registry's reason (impls/catalogue.py) and the check's note on a probability-0 finding
+# the registry's reason (impls/records.py) and the check's note on a probability-0 finding
 MULTINOMIAL_FLOAT16_DEFECT = (
     "torch.multinomial float16 CPU picks zero-weight tokens (measured 9 and 14 per 1,000,000 target "
     "and residual rows at V=1000, torch 2.13.0; reproduce: python -m specproof.impls.sampler_probe "

@@ -1,7 +1,7 @@
 """White-box step: the float quantities a canonical verifier computes for one position.
 
 Given target ``p`` and draft ``q`` of shape ``[V]`` or ``[B, V]`` in the dtype under test, each function
-returns a :class:`StepLaw` in that dtype, on that device, with fields named like the harness's exact
+returns a :class:`WhiteboxStepLaw` in that dtype, on that device, with fields named like the harness's exact
 reference (``specproof.harness.exact_reference``) so drift can be read off field by field:
 
 - ``target``: ``p`` as given;
@@ -27,12 +27,15 @@ import torch
 
 from specproof.impls.contract import check_step
 
-__all__ = ["StepLaw", "step_ratio", "step_product", "step_log", "step_residual_clamped",
+__all__ = ["WhiteboxStepLaw", "StepLaw", "step_ratio", "step_product", "step_log", "step_residual_clamped",
            "normalised_residual"]
 
 
-class StepLaw(NamedTuple):
-    """Float quantities of one verification step; every field has the shape of ``p``."""
+class WhiteboxStepLaw(NamedTuple):
+    """Float quantities of one verification step; every field has the shape of ``p``.
+
+    The float counterpart of :class:`specproof.proofs.laws.step_rules.StepLaw` (the exact law of a
+    rule), whose field names it keeps where they mean the same quantity."""
 
     target: torch.Tensor
     accept: torch.Tensor
@@ -40,6 +43,10 @@ class StepLaw(NamedTuple):
     rejection: torch.Tensor
     residual: torch.Tensor
     output: torch.Tensor
+
+
+StepLaw = WhiteboxStepLaw
+"""The former name, kept importable (``specproof.impls.StepLaw``)."""
 
 
 def normalised_residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -50,20 +57,20 @@ def normalised_residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return unnormalised / unnormalised.sum(dim=-1, keepdim=True)
 
 
-def _assemble(p, accept, accepted_mass, residual) -> StepLaw:
+def _assemble(p, accept, accepted_mass, residual) -> WhiteboxStepLaw:
     rejection = 1 - accepted_mass.sum(dim=-1, keepdim=True)
     output = accepted_mass + rejection * residual
-    return StepLaw(p, accept, accepted_mass, rejection.squeeze(-1), residual, output)
+    return WhiteboxStepLaw(p, accept, accepted_mass, rejection.squeeze(-1), residual, output)
 
 
-def step_ratio(p: torch.Tensor, q: torch.Tensor) -> StepLaw:
+def step_ratio(p: torch.Tensor, q: torch.Tensor) -> WhiteboxStepLaw:
     """``A = min(1, p/q)``, ``accepted_mass = q * A`` (two roundings)."""
     check_step(p, q)
     accept = torch.where(q > 0, torch.clamp(p / q, max=1.0), torch.zeros_like(p))
     return _assemble(p, accept, q * accept, normalised_residual(p, q))
 
 
-def step_product(p: torch.Tensor, q: torch.Tensor) -> StepLaw:
+def step_product(p: torch.Tensor, q: torch.Tensor) -> WhiteboxStepLaw:
     """``accepted_mass = min(p, q)`` (exact in floats), ``A = accepted_mass / q``."""
     check_step(p, q)
     accepted_mass = torch.minimum(p, q)
@@ -71,7 +78,7 @@ def step_product(p: torch.Tensor, q: torch.Tensor) -> StepLaw:
     return _assemble(p, accept, accepted_mass, normalised_residual(p, q))
 
 
-def step_log(p: torch.Tensor, q: torch.Tensor) -> StepLaw:
+def step_log(p: torch.Tensor, q: torch.Tensor) -> WhiteboxStepLaw:
     """``A = exp(min(0, log p - log q))``, ``accepted_mass = q * A``."""
     check_step(p, q)
     log_ratio = torch.clamp(torch.log(p) - torch.log(q), max=0.0)
@@ -79,7 +86,7 @@ def step_log(p: torch.Tensor, q: torch.Tensor) -> StepLaw:
     return _assemble(p, accept, q * accept, normalised_residual(p, q))
 
 
-def step_residual_clamped(p: torch.Tensor, q: torch.Tensor) -> StepLaw:
+def step_residual_clamped(p: torch.Tensor, q: torch.Tensor) -> WhiteboxStepLaw:
     """Known-bad: residual ``clamp(p - q, min=tiny)`` renormalised (vLLM v0).
 
     Every token gets residual mass ``tiny / sum``; with ``p <= q`` everywhere the residual is uniform

@@ -39,7 +39,7 @@ def test_records_have_the_required_fields():
             assert get(r.uniforms_core).contract == "uniforms"
 
 
-def test_catalogue_covers_the_issue():
+def test_registry_covers_the_issue():
     names = {r.name for r in implementations()}
     assert set(ZOO) <= names
     assert all(not get(name).expected_exact for name in ZOO)
@@ -152,7 +152,7 @@ def test_known_defect_entries_are_validated(entry):
 
 @pytest.mark.slow
 def test_the_float16_multinomial_defect_is_still_there():
-    """If torch fixes its sampler this fails: then drop the known_defects entries (impls/catalogue.py)."""
+    """If torch fixes its sampler this fails: then drop the known_defects entries (impls/records.py)."""
     from specproof.impls.sampler_probe import zero_weight_picks
 
     assert sum(zero_weight_picks(torch.float16, 400_000)) > 0
@@ -168,3 +168,13 @@ def test_rule_names_are_the_proofs_rule_names():
     assert set(IMPLEMENTED_STEP_RULES) <= {r.name for r in step_rules()}
     assert {r.rule for r in implementations()} <= set(IMPLEMENTED_RULES)
     assert {r.rule for r in implementations(contract="uniforms") if r.rule in FORM_OF_RULE} == set(FORM_OF_RULE)
+
+
+def test_the_whitebox_step_law_has_its_own_name():
+    """``StepLaw`` names the proofs' exact law; the float white-box record is WhiteboxStepLaw (old name kept)."""
+    from specproof.proofs import StepLaw as ExactStepLaw
+    from specproof.impls.verifiers.whitebox import StepLaw as old_name
+
+    assert impls.WhiteboxStepLaw is old_name is impls.StepLaw
+    assert impls.WhiteboxStepLaw is not ExactStepLaw
+    assert isinstance(impls.step_ratio(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0])), impls.WhiteboxStepLaw)
