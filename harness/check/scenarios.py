@@ -31,14 +31,13 @@ import torch
 from hypothesis import strategies as st
 
 from specproof.proofs.errors import SpecproofInputError
-from specproof.proofs.laws.sequences import ToyPair
+from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
 from specproof.harness.exact.convert import dyadic_array
-from specproof.harness.check.strategies import TORCH_DTYPES
+from specproof.harness.exact.dtypes import TORCH_DTYPES
 
 __all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "sequence_codes"]
 
-ENUMERATION_LIMIT = 4096  # V^(K+1) up to which token-level laws are enumerated exactly
 DYADIC_RESOLUTION = 256  # small random tables use multiples of 1/256: exact in every dtype, bf16 too
 DYADIC_MAX_VOCAB = 64
 
@@ -225,14 +224,14 @@ class Realisation:
 
     @property
     def enumerable(self) -> bool:
-        return self.vocab ** (self.k + 1) <= ENUMERATION_LIMIT
+        return self.vocab ** (self.k + 1) <= MAX_SEQUENCES
 
     @cached_property
     def toy_pair(self) -> ToyPair:
         """The realised pair as an exact :class:`ToyPair` (small vocabularies only)."""
         if not self.enumerable:
             raise SpecproofInputError("scenario", f"V^(K+1) = {self.vocab ** (self.k + 1)} is too large "
-                                      "to enumerate", f"use V^(K+1) <= {ENUMERATION_LIMIT}")
+                                      "to enumerate", f"use V^(K+1) <= {MAX_SEQUENCES}")
         rows_t = {(i, c): self.exact_row("target", i, c) for i in range(self.k + 1)
                   for c in range(self.classes if i > 0 else 1)}
         rows_d = {(i, c): self.exact_row("draft", i, c) for i in range(self.k)

@@ -14,16 +14,10 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from specproof.harness.exact.convert import DTYPES
+from specproof.harness.exact.dtypes import DTYPES, TORCH_DTYPES  # TORCH_DTYPES re-exported (old import path)
 
 __all__ = ["exact_laws", "float_laws", "law_pairs", "TORCH_DTYPES"]
 
-TORCH_DTYPES = {
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float32": torch.float32,
-    "float64": torch.float64,
-}
 
 
 def _weights(vocab: int) -> st.SearchStrategy[list[int]]:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from specproof.harness.exact.convert import DTYPES
+from specproof.harness.exact.dtypes import DTYPES
 from specproof.harness.exact.reference import ExactReference, fraction_string
 
 __all__ = ["ErrorModel"]

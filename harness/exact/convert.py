@@ -7,20 +7,23 @@ Fraction, sympy Rational) pass through unchanged.  NaN and infinities are refuse
 :func:`round_to_dtype` rounds a law to a dtype as a runtime receives it (one correct rounding of each
 exact value, torch's conversion for floats).
 
-``DTYPES`` is the single table of per-dtype facts that every derived tolerance starts from.
+``DTYPES`` and the dtype names live in :mod:`.dtypes` (re-exported here for old imports).
+
+Layer: harness.exact (1); imports proofs and .dtypes only.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.exact.dtypes import DTYPES, DtypeInfo, dtype_info, dtype_name, torch_dtype
 
 __all__ = [
     "DTYPES",
@@ -32,75 +35,6 @@ __all__ = [
     "round_to_dtype",
     "to_exact",
 ]
-
-
-@dataclass(frozen=True)
-class DtypeInfo:
-    """Facts about one float format.
-
-    ``precision`` counts significand bits including the implicit one, so the unit roundoff is
-    ``u = 2^-precision`` (round to nearest); ``min_exponent`` is the exponent of the smallest
-    subnormal (its value is ``2^min_exponent``); ``uniform_bits`` is ``d`` of the ideal uniform grid
-    ``k * 2^-d`` (CPU ``torch.rand`` in float32/float64 is exactly that grid; in float16/bfloat16,
-    torch 2.13 rounds a float32 uniform to the dtype and maps values that round to 1 to 0, so
-    ``P(u = 0) ~ 2^-d`` and each acceptance probability still moves by at most ``2^-d``: see
-    ``harness.grid``); ``accumulate`` is the dtype runtimes accumulate sums in.
-    """
-
-    name: str
-    precision: int
-    min_exponent: int
-    max_exponent: int
-    uniform_bits: int
-    accumulate: str
-
-    @property
-    def unit_roundoff(self) -> Fraction:
-        return Fraction(1, 2**self.precision)
-
-    @property
-    def eps(self) -> Fraction:
-        """Machine epsilon, the gap from 1 to the next float: ``2^(1-precision)``."""
-        return Fraction(2, 2**self.precision)
-
-    @property
-    def smallest_subnormal(self) -> Fraction:
-        return Fraction(1, 2 ** (-self.min_exponent))
-
-    def gamma(self, n: int) -> Fraction:
-        """Higham's ``gamma_n = n u / (1 - n u)``: bound on the relative error of an ``n``-term
-        recursive sum; infinite (``None`` is not used) when ``n u >= 1``: returns 1 then, capped."""
-        nu = n * self.unit_roundoff
-        return Fraction(1) if nu >= Fraction(1, 2) else nu / (1 - nu)
-
-
-DTYPES: dict[str, DtypeInfo] = {
-    info.name: info
-    for info in (
-        DtypeInfo("float16", 11, -24, 15, 11, "float32"),
-        DtypeInfo("bfloat16", 8, -133, 127, 8, "float32"),
-        DtypeInfo("float32", 24, -149, 127, 24, "float32"),
-        DtypeInfo("float64", 53, -1074, 1023, 53, "float64"),
-    )
-}
-
-
-def dtype_name(dtype: Any) -> str:
-    """Canonical name ('float16', 'bfloat16', 'float32', 'float64') of a torch/numpy dtype or name."""
-    text = str(dtype).replace("torch.", "")
-    aliases = {"half": "float16", "float": "float32", "double": "float64", "bf16": "bfloat16",
-               "fp16": "float16", "fp32": "float32", "fp64": "float64", "f2": "float16",
-               "f4": "float32", "f8": "float64"}
-    text = aliases.get(text, text)
-    if text not in DTYPES:
-        raise SpecproofInputError(
-            "dtype", f"unsupported dtype {dtype!r}", f"use one of {', '.join(DTYPES)}"
-        )
-    return text
-
-
-def dtype_info(dtype: Any) -> DtypeInfo:
-    return DTYPES[dtype_name(dtype)]
 
 
 def _torch():
@@ -258,7 +192,6 @@ def round_to_dtype(x: Any, dtype: Any, argument: str = "value") -> Any:
     """
     torch = _torch()
     from specproof.harness.exact.reference import ExactVector  # local: the reference builds on this module
-    from specproof.harness.check.strategies import TORCH_DTYPES
 
     name = dtype_name(dtype)
     info = DTYPES[name]
@@ -288,7 +221,7 @@ def round_to_dtype(x: Any, dtype: Any, argument: str = "value") -> Any:
     if not bool(torch.isfinite(tensor).all()) or bool((tensor < 0).any()):
         raise SpecproofInputError(argument, "has negative, NaN or infinite entries",
                                   "pass non-negative finite probabilities")
-    rounded = tensor.to(TORCH_DTYPES[name])
+    rounded = tensor.to(torch_dtype(name))
     if not bool((rounded > 0).any()):
         raise SpecproofInputError(argument, f"underflows to all zeros in {name}",
                                   "pass a law with mass representable in the dtype")

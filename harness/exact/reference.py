@@ -26,7 +26,8 @@ from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import CANONICAL, StepRule, get_step_rule, step_law
 
-from specproof.harness.exact.convert import DTYPES, dtype_info, dyadic_array, is_exact_input, to_exact
+from specproof.harness.exact.convert import dyadic_array, is_exact_input, to_exact
+from specproof.harness.exact.dtypes import DTYPES, dtype_info
 from specproof.proofs.arith.fast import DVec, FastExactArith, QVec
 
 __all__ = ["ExactVector", "ExactReference", "Normalisation", "exact_reference", "sum_bound"]

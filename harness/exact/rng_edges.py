@@ -36,10 +36,10 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.exact.convert import dtype_name
-from specproof.harness.drift.grid import uniform_grid
+from specproof.harness.exact.dtypes import dtype_name
+from specproof.harness.exact.uniform_grids import uniform_grid
 from specproof.harness.exact.reference import fraction_string
-from specproof.harness.check.strategies import TORCH_DTYPES
+from specproof.harness.exact.dtypes import TORCH_DTYPES
 
 __all__ = ["EdgeValue", "DRAW_KINDS", "EDGE_LABELS", "edge_values", "exponential_value"]
 

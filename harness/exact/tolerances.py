@@ -1,6 +1,8 @@
 """Derived tolerances: how far a *correct* float implementation's law may sit from the exact law.
 
-One table (:data:`~specproof.harness.exact.convert.DTYPES`) gives, per dtype, the unit roundoff ``u`` and
+Layer: harness.exact (1); imports .dtypes only.
+
+One table (:data:`~specproof.harness.exact.dtypes.DTYPES`) gives, per dtype, the unit roundoff ``u`` and
 the uniform grid ``g = 2^-d`` of ``torch.rand`` (d = 8, 11, 24, 53).  For one verification step over
 a vocabulary of ``V`` tokens, with the inputs already rounded to the dtype (the harness computes the
 exact law of the rounded inputs, so input rounding is not drift):
@@ -12,7 +14,8 @@ exact law of the rounded inputs, so input rounding is not drift):
 * arithmetic (ratio, ``max(0, p - q)``, normalisation, a row sum off from 1 by the dtype bound) moves
   each probability by at most ``(V + 3) u`` relative, ``(V + 3) u`` in total variation.
 
-``tau_step = g + V g / 2 + (V + 3) u``.  A round composes at most ``K + 1`` steps and total variation
+``tau_step = g + V g / 2 + (V + 3) u``; an exactly counted grid (:mod:`.uniform_grids`) passes its own
+discrepancy ``delta`` as ``g`` (``grid_step``), the one place the formula is written.  A round composes at most ``K + 1`` steps and total variation
 is subadditive under composition, so ``tau_round = (K + 1) tau_step``, capped at 1 (vacuous: the
 dtype cannot certify anything at that size, and reports say so).
 """
@@ -21,18 +24,19 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from specproof.harness.exact.convert import dtype_info
+from specproof.harness.exact.dtypes import dtype_info
 
 __all__ = ["step_tolerance", "round_tolerance"]
 
 
-def step_tolerance(dtype: str, vocab: int) -> Fraction:
-    """``tau_step = g + V g / 2 + (V + 3) u`` (module docstring)."""
+def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None) -> Fraction:
+    """``tau_step = g + V g / 2 + (V + 3) u`` (module docstring); ``g`` is the dtype's ideal grid step
+    ``2^-d`` unless ``grid_step`` (a counted grid's discrepancy) is given."""
     info = dtype_info(dtype)
-    grid = Fraction(1, 2**info.uniform_bits)
+    grid = info.uniform_step if grid_step is None else Fraction(grid_step)
     return grid + vocab * grid / 2 + (vocab + 3) * info.unit_roundoff
 
 
-def round_tolerance(dtype: str, vocab: int, k: int) -> Fraction:
+def round_tolerance(dtype: str, vocab: int, k: int, *, grid_step: Fraction | None = None) -> Fraction:
     """``min(1, (K + 1) tau_step)``: total-variation tolerance of one K-draft round."""
-    return min(Fraction(1), (k + 1) * step_tolerance(dtype, vocab))
+    return min(Fraction(1), (k + 1) * step_tolerance(dtype, vocab, grid_step=grid_step))

@@ -10,6 +10,8 @@ Grids (:func:`uniform_grid`).  ``u = phi(k)`` for ``k`` uniform on ``[0, N)``:
 
 The grid's resolution is its discrepancy ``delta = sup_t (F(t) - t) - inf_t (F(t) - t)`` with
 ``F(t) = P(u < t)``; ``delta = 2^-d`` for ``k 2^-d``.
+
+Layer: harness.exact (1); imports proofs and harness.exact only (never check/ or drift/).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.exact.convert import DTYPES, dtype_name
+from specproof.harness.exact.dtypes import DTYPES, TORCH_DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string
-from specproof.harness.check.strategies import TORCH_DTYPES
+from specproof.harness.exact.tolerances import round_tolerance
 
 __all__ = ["GRID_MODELS", "UniformGrid", "uniform_grid", "grid_round_tolerance"]
 
@@ -105,6 +107,5 @@ def uniform_grid(dtype: Any, model: str = "torch-cpu") -> UniformGrid:
 
 
 def grid_round_tolerance(grid: UniformGrid, vocab: int, k: int) -> Fraction:
-    """``min(1, (K+1)(delta + V delta / 2 + (V + 3) u))``: harness.tolerances with the grid's delta."""
-    delta, u = grid.discrepancy, DTYPES[grid.dtype].unit_roundoff
-    return min(Fraction(1), (k + 1) * (delta + vocab * delta / 2 + (vocab + 3) * u))
+    """:func:`~.tolerances.round_tolerance` with the grid's discrepancy ``delta`` as its step ``g``."""
+    return round_tolerance(grid.dtype, vocab, k, grid_step=grid.discrepancy)

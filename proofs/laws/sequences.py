@@ -38,7 +38,7 @@ __all__ = [
     "check_enumeration",
 ]
 
-MAX_SEQUENCES = 1 << 16
+MAX_SEQUENCES = 1 << 16  # the one enumeration limit on V^(K+1): proofs, scenarios and the grid law import it
 SequenceLaw = dict[tuple[int, ...], Fraction]
 Law = tuple[Fraction, ...]
 

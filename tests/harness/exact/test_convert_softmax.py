@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specproof.harness import DTYPES, SpecproofInputError, dyadic_array, exact_softmax, to_exact
-from specproof.harness.check.strategies import TORCH_DTYPES
+from specproof.harness.exact.dtypes import TORCH_DTYPES
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False, width=32), st.sampled_from(list(TORCH_DTYPES)))
