@@ -1,6 +1,8 @@
 """What a check returns: the three-way verdict, findings, per-scenario power, and its text.
 
-Verdict (defined once, :class:`Verdict`; the JSON field ``verdict`` holds its value):
+Layer: harness.check (2); imports proofs, harness.files and harness.exact.
+
+Verdict (:class:`Verdict`, the vocabulary's ``CheckVerdict``; the JSON field ``verdict`` holds its value):
 
 * ``fail`` (exit 1) - at least one finding: an event the exact law rules out (certain), an event
   whose Chernoff evidence ``N KL`` reached the family-wise threshold ``c``, or two same-seed runs of
@@ -15,9 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
+from specproof.proofs.engine.vocabulary import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS",
@@ -28,17 +30,6 @@ DEFAULT_SAMPLES = 200_000  # rows per scenario
 DEFAULT_TIMEOUT = 120.0  # seconds per verifier call
 DEFAULT_MAX_DETECTABLE_TV = 0.05
 SHOWN_FINDINGS = 10  # findings printed by summary(); every stored one is in the JSON
-
-
-class Verdict(str, Enum):
-    """Outcome of a statistical check; the value is what the JSON stores."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    UNDERPOWERED = "underpowered"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.UNDERPOWERED: 3}

@@ -38,7 +38,6 @@ grid's own ``delta``) or ``algorithmic-bias``.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -50,20 +49,22 @@ import torch
 from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.laws.block import Tables, block_round_law
 from specproof.proofs.errors import SpecproofInputError
+from specproof.proofs.engine.vocabulary import GridVerdict
 from specproof.proofs.laws.step_rules import get_step_rule
-from specproof.proofs.laws.sequences import SequenceLaw, ToyPair, law_tv, round_law
+from specproof.proofs.laws.sequences import MAX_SEQUENCES, SequenceLaw, ToyPair, law_tv, round_law
 
-from specproof.harness.exact.convert import DTYPES, dtype_name, round_to_dtype, to_exact
+from specproof.harness.exact.convert import round_to_dtype, to_exact
+from specproof.harness.exact.dtypes import DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string
+from specproof.harness.files.kinds import GRID_DRIFT
 from specproof.harness.check.scenarios import Realisation
-from specproof.harness.check.strategies import TORCH_DTYPES
+from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.uniform_grids import GRID_MODELS, UniformGrid, grid_round_tolerance, uniform_grid
 
 __all__ = ["GRID_MODELS", "UniformGrid", "GridVerdict", "GridDrift", "uniform_grid", "measure_grid",
            "grid_round_tolerance", "ideal_round_law"]
 
-MAX_SEQUENCES = 4096  # V^(K+1) enumerated
-SCHEMA = 1
+SCHEMA = GRID_DRIFT.schema
 
 
 def _target_possible(pair: Any, seq: tuple[int, ...]) -> bool:
@@ -81,14 +82,6 @@ def ideal_round_law(pair: ToyPair, rule: str) -> SequenceLaw:
     except ValueError:
         raise SpecproofInputError("rule", f"unknown rule {rule!r}", "use a step rule name or 'block'") from None
     return round_law(pair, step)
-
-
-class GridVerdict(str, enum.Enum):
-    EXACT = "exact"
-    WITHIN = "within-grid-tolerance"
-    BIAS = "algorithmic-bias"
-    IMPOSSIBLE = "impossible-mass"
-    UNANALYSABLE = "unanalysable"
 
 
 @dataclass(frozen=True)
@@ -146,8 +139,8 @@ class GridDrift:
         return sorted(rows, key=lambda r: (-abs(r[1] - r[2]), r[0]))
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA, "kind": "grid-drift", "implementation": self.implementation,
+        return GRID_DRIFT.envelope({
+            "implementation": self.implementation,
             "rule": self.rule, "dtype": self.dtype, "grid": self.grid.as_json(), "vocab": self.vocab,
             "k": self.k, "verdict": self.verdict.value, "tv": fraction_string(self.tv),
             "tv_float": float(self.tv), "tolerance": fraction_string(self.tolerance),
@@ -162,7 +155,7 @@ class GridDrift:
                          "below_threshold_mass": [fraction_string(c) for c in masses]}
                         for x, qx, masses in self.columns],
             "calls": self.calls, "rows": self.rows, "elapsed_s": self.elapsed_s,
-        }
+        }).to_json()
 
 
 # -- the rounded pair ----------------------------------------------------------------------------------
@@ -207,7 +200,7 @@ def _rounded_pair(source: Any, dtype: Any) -> _RoundedPair:
                                   "pass a ToyPair or a Scenario realisation (Scenario.realise(dtype))")
     if vocab ** (k + 1) > MAX_SEQUENCES:
         raise SpecproofInputError("source", f"V^(K+1) = {vocab ** (k + 1)} exceeds {MAX_SEQUENCES}",
-                                  "use a small vocabulary and K (V 2-6, K 1-3)")
+                                  f"use V^(K+1) <= {MAX_SEQUENCES} (V 2-6, K 1-3 are fast)")
     target, draft = {}, {}
     for length in range(k + 1):
         for prefix in itertools.product(range(vocab), repeat=length):

@@ -28,6 +28,8 @@ Bounds: :mod:`.drift_bounds` (forward error analysis, per field).  The check is 
 float64 evaluation of the bound formula), far below any dtype's ulp.  Independently of any tolerance,
 every field must be exactly 0 where the exact target is 0 (``impossible_mass``): every correct formula
 keeps that in floats (``min(p, q)``, ``p/q``, ``exp(-inf)``, ``relu(0 - q)`` are exact zeros).
+
+Layer: harness.drift (3); imports proofs, harness.exact and .bounds.
 """
 
 from __future__ import annotations
@@ -41,20 +43,23 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from specproof.proofs.engine.vocabulary import DriftVerdict
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.exact.convert import DTYPES, DtypeInfo, dtype_name, dyadic_array, is_exact_input, round_to_dtype, to_exact
+from specproof.harness.exact.convert import dyadic_array, is_exact_input, round_to_dtype, to_exact
+from specproof.harness.exact.dtypes import DTYPES, DtypeInfo, dtype_name
 from specproof.harness.drift.bounds import ErrorModel
 from specproof.proofs.arith.fast import DVec, QVec
 from specproof.harness.exact.reference import ExactReference, ExactVector, exact_reference, fraction_string
 from specproof.harness.files.json_numbers import number_word
+from specproof.harness.files.kinds import WHITEBOX_DRIFT
 
 __all__ = ["FORMS", "FIELDS", "ErrorModel", "FieldDrift", "LawDrift", "DriftResult", "measure_whitebox",
            "round_to_dtype", "ulp_histogram_edges"]
 
 FORMS = ("any", "ratio", "product", "log")
 FIELDS = ("accept", "accepted_mass", "rejection", "residual", "output")
-SCHEMA = 1
+SCHEMA = WHITEBOX_DRIFT.schema
 _BOUND_SLACK = 1 + 2.0**-40
 _HIST_UPPER = [2.0**j for j in range(-1, 21)] + [math.inf]  # ULP-error bins (0, 1/2], (1/2, 1], ...
 
@@ -287,6 +292,11 @@ class DriftResult:
     def within_tolerance(self) -> bool:
         return all(f.within_tolerance for f in self.fields.values()) and self.law.within_tolerance
 
+    @property
+    def verdict(self) -> DriftVerdict:
+        """``within-tolerance`` or ``beyond-tolerance`` (the vocabulary's :class:`DriftVerdict`)."""
+        return DriftVerdict.WITHIN if self.within_tolerance else DriftVerdict.BEYOND
+
     def failing_fields(self) -> list[str]:
         return [name for name, f in self.fields.items() if not f.within_tolerance]
 
@@ -308,13 +318,12 @@ class DriftResult:
                 f"within_tolerance={self.within_tolerance}; .summary() for the figures)")
 
     def as_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "kind": "whitebox-drift", "implementation": self.implementation,
-                "dtype": self.dtype, "device": self.device, "vocab": self.vocab,
-                "within_tolerance": self.within_tolerance, "failing_fields": self.failing_fields(),
-                "error_model": self.model.as_json(),
-                "inputs": [n.as_json() for n in self.reference.normalisation],
-                "fields": {name: f.as_json() for name, f in self.fields.items()},
-                "law": self.law.as_json(), "elapsed_s": self.elapsed_s}
+        return WHITEBOX_DRIFT.envelope({
+            "implementation": self.implementation, "dtype": self.dtype, "device": self.device, "vocab": self.vocab,
+            "within_tolerance": self.within_tolerance, "failing_fields": self.failing_fields(),
+            "error_model": self.model.as_json(), "inputs": [n.as_json() for n in self.reference.normalisation],
+            "fields": {name: f.as_json() for name, f in self.fields.items()},
+            "law": self.law.as_json(), "elapsed_s": self.elapsed_s}).to_json()
 
 
 # -- the measurement ---------------------------------------------------------------------------------

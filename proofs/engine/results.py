@@ -14,6 +14,9 @@
   versions and limits; :meth:`ProofResult.as_json` writes exact values as ``"num/den"`` strings.
 
 ``BOUNDED`` means every obligation held, but some only for the sizes in the scope: never PROVED.
+:class:`Verdict` lives in :mod:`.vocabulary` (with every other verdict word and its severity).
+
+Layer: proofs.engine (0); imports .vocabulary only.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import platform
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
+
+from specproof.proofs.engine.vocabulary import Verdict  # defined in the one verdict vocabulary; re-exported
 
 __all__ = [
     "Verdict",
@@ -45,14 +50,6 @@ DEFAULT_RLIMIT = 20_000_000
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one rule may take in ``specproof prove`` (a child process, stopped at expiry)."""
-
-
-class Verdict(str, enum.Enum):
-    PROVED = "PROVED"
-    BOUNDED = "BOUNDED"
-    REFUTED = "REFUTED"
-    INCONCLUSIVE = "INCONCLUSIVE"
-    VACUOUS = "VACUOUS"
 
 
 class Basis(str, enum.Enum):

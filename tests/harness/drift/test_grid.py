@@ -16,7 +16,7 @@ from specproof.harness.drift.grid import (
     GridVerdict, UniformGrid, grid_round_tolerance, ideal_round_law, measure_grid, uniform_grid,
 )
 from specproof.harness.check.scenarios import Scenario
-from specproof.harness.check.strategies import TORCH_DTYPES
+from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.tolerances import round_tolerance
 from specproof.impls.kernels.rounds import assemble_emitted, drafted_probs, leading_accepts
 from specproof.impls.kernels.acceptance import accept_ratio
@@ -241,7 +241,7 @@ def test_ideal_law_for_block_is_the_block_round_law():
      "rule"),
     (lambda: measure_grid(impls.get("canonical-ratio-invcdf"), ZERO_TARGET, dtype="float32"), "fn"),
     (lambda: measure_grid(42, ZERO_TARGET, dtype="float32"), "fn"),
-    (lambda: measure_grid(impls.get("canonical-ratio-uniforms"), ToyPair.random(6, 4, 0), dtype="float32"),
+    (lambda: measure_grid(impls.get("canonical-ratio-uniforms"), Scenario.random("big", 17, 3, 0).realise("float32")),
      "source"),
     (lambda: measure_grid(impls.get("canonical-ratio-uniforms"), scenarios()[0].realise("float16"),
                           dtype="float32"), "dtype"),
@@ -283,3 +283,13 @@ def test_summary_and_repr_are_one_line_without_fractions():
     text = result.summary()
     assert "\n" not in text and "Fraction" not in repr(result) and len(repr(result)) < 300
     assert "impossible-mass" in text and "impossible mass" in text and "grid tolerance" in text
+
+
+def test_one_enumeration_limit():
+    """The grid law, scenarios and the proofs' toy pairs share one limit on V^(K+1)."""
+    from specproof.harness.drift import grid
+    from specproof.proofs.laws import sequences
+
+    assert grid.MAX_SEQUENCES == sequences.MAX_SEQUENCES == 1 << 16
+    assert Scenario.random("edge", 16, 3, 0).realise("float32").enumerable  # 16^4 = 2^16
+    assert not Scenario.random("over", 17, 3, 0).realise("float32").enumerable
