@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from specproof.harness.files.provenance import check_output_path, provenance, write_json
+from specproof.harness.files.envelope import write_envelope
+from specproof.harness.files.kinds import BENCH_REFERENCE
+from specproof.harness.files.provenance import check_output_path, provenance
 from specproof.harness.exact.reference import exact_reference
 
 __all__ = ["bench_exact_reference", "add_parser", "DEFAULT_VOCABS"]
 
-SCHEMA = 1
+SCHEMA = BENCH_REFERENCE.schema
 DEFAULT_VOCABS = (4096, 32768, 131072, 262144)
 
 
@@ -101,8 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     for key in ("fast_seconds_exponent", "plain_seconds_exponent"):
         if key in result and math.isfinite(result[key]):
             print(f"{key.replace('_', ' ')}: time ~ V^{result[key]:.2f}")
-    data = {"schema": SCHEMA, "kind": "bench-reference",
-            "provenance": provenance(seeds=[args.seed], dtypes=["float32"]), "result": result}
-    write_json(args.out, data)
+    write_envelope(args.out, BENCH_REFERENCE, {"result": result},
+                   provenance(seeds=[args.seed], dtypes=["float32"]))
     print(f"wrote {args.out}")
     return 0

@@ -82,14 +82,16 @@ from specproof.harness.bench.reference import bench_exact_reference
 from specproof.harness.bench.render import render_markdown
 from specproof.harness.check.runner import check_verifier
 from specproof.harness.check.events import build_families
-from specproof.harness.files.provenance import atomic_write_text, provenance, write_json
+from specproof.harness.files.envelope import write_document
+from specproof.harness.files.kinds import BENCH
+from specproof.harness.files.provenance import atomic_write_text, provenance
 from specproof.harness.check.scenarios import Scenario
 from specproof.harness.files.json_numbers import json_safe
 
 __all__ = ["SCHEMA", "BenchConfig", "run_bench", "write_bench", "throughput_row", "fit_exponent",
            "THROUGHPUT_IMPLEMENTATION"]
 
-SCHEMA = 1
+SCHEMA = BENCH.schema
 THROUGHPUT_IMPLEMENTATION = "canonical-ratio-race"
 THROUGHPUT_K = 4
 THROUGHPUT_CLASSES = 4
@@ -288,15 +290,13 @@ def run_bench(config: BenchConfig, *, progress: Callable[[str], None] | None = N
         k_rows[f"K{k}"] = throughput_row(K_SERIES_VOCAB, k, samples, "cpu", config.seed)
     k_series = {"implementation": THROUGHPUT_IMPLEMENTATION, "vocab": K_SERIES_VOCAB, "rows": k_rows}
     proofs = _proofs(config, say)
-    data: dict[str, Any] = {
-        "schema": SCHEMA, "kind": "bench", "mode": config.mode,
-        "provenance": provenance(device=config.devices[-1], dtypes=["float32"],
-                                 seeds=sorted({config.seed, *config.detection_seeds}),
-                                 extra={"load_average": {"start": load_start, "end": _load_average()}}),
+    data: dict[str, Any] = BENCH.envelope({
+        "mode": config.mode,
         "config": _config_json(config), "exact_reference": reference_doc, "detection": detection,
         "throughput": throughput, "k_series": k_series, "proofs": proofs,
         "scaling": _scaling(reference_doc, throughput, k_series),
-    }
+    }, provenance(device=config.devices[-1], dtypes=["float32"], seeds=sorted({config.seed, *config.detection_seeds}),
+                  extra={"load_average": {"start": load_start, "end": _load_average()}})).to_json()
     data["total_seconds"] = time.perf_counter() - start
     data["goals"] = _goals(config, data)
     return json_safe(data)
@@ -322,6 +322,6 @@ def write_bench(data: dict[str, Any], out: str | Path) -> tuple[Path, Path]:
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise SpecproofInputError("--out", f"{folder} is a file", "pass a folder (it is created if missing)")
-    json_path = write_json(folder / "bench.json", data)
+    json_path = write_document(folder / "bench.json", BENCH, data)
     md_path = atomic_write_text(folder / "bench.md", render_markdown(data))
     return json_path, md_path

@@ -35,11 +35,13 @@ from specproof.proofs.claims.loading import load_object
 from specproof.proofs.laws.step_rules import step_rules
 
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT
-from specproof.harness.files.provenance import check_output_path, provenance, write_json
+from specproof.harness.files.envelope import write_envelope
+from specproof.harness.files.kinds import CHECK
+from specproof.harness.files.provenance import check_output_path, provenance
 
 __all__ = ["add_parser", "load_verifier", "SCHEMA"]
 
-SCHEMA = 1
+SCHEMA = CHECK.schema
 
 
 def load_verifier(spec: str) -> Callable[..., Any]:
@@ -112,9 +114,7 @@ def _run(args: argparse.Namespace) -> int:
         raise SpecproofInputError(flag, err.problem, err.fix) from None
     print(result.summary())
     if args.json:
-        data = {"schema": SCHEMA, "kind": "check", "target": args.target,
-                "provenance": provenance(device=args.device, dtypes=[result.dtype], seeds=[args.seed]),
-                "result": result.as_json()}
-        write_json(args.json, data)
+        write_envelope(args.json, CHECK, {"target": args.target, "result": result.as_json()},
+                       provenance(device=args.device, dtypes=[result.dtype], seeds=[args.seed]))
         print(f"wrote {args.json}")
     return result.exit_code

@@ -22,13 +22,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from specproof.harness.files.provenance import check_output_path, provenance, write_json
+from specproof.harness.files.envelope import write_envelope
+from specproof.harness.files.kinds import COMPARE
+from specproof.harness.files.provenance import check_output_path, provenance
 from specproof.harness.report.compare import FAIL_ON, MARKS, compare_documents
 from specproof.harness.report.schema import load_results
 
 __all__ = ["add_parser", "run", "SCHEMA"]
 
-SCHEMA = 1
+SCHEMA = COMPARE.schema
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -75,9 +77,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'REGRESSION' if regressed else 'no regression'} (--fail-on {args.fail_on}: "
           f"{' or '.join(FAIL_ON[args.fail_on])})")
     if args.json:
-        write_json(args.json, {"schema": SCHEMA, "kind": "specproof-compare",
-                               "provenance": provenance(extra={"command": "compare", "argv": sys.argv[1:]}),
-                               "baseline": {"path": str(args.baseline), "head": _head(baseline)},
-                               "current": {"path": str(args.current), "head": _head(current)},
-                               "fail_on": args.fail_on, "regressed": regressed, **comparison.as_json()})
+        write_envelope(args.json, COMPARE, {"baseline": {"path": str(args.baseline), "head": _head(baseline)},
+                                            "current": {"path": str(args.current), "head": _head(current)},
+                                            "fail_on": args.fail_on, "regressed": regressed, **comparison.as_json()},
+                       provenance(extra={"command": "compare", "argv": sys.argv[1:]}))
     return 1 if regressed else 0

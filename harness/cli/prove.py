@@ -5,8 +5,8 @@
 
 Prints a header, then one line per rule (name, claim, verdict, scope, whether it is the expected
 one, time, TV when refuted, method), each assumption a verdict rests on, and, with ``--all``, the
-theorems T1-T7.  ``--json`` writes ``{"schema": 1, "provenance": ..., "results": [...], "theorems":
-[...], "summary": ...}`` atomically; exact values are ``"num/den"`` strings; every result carries
+theorems T1-T7.  ``--json`` writes ``{"schema": 1, "kind": "prove", "provenance": ..., "results": [...],
+"theorems": [...], "summary": ...}`` atomically; exact values are ``"num/den"`` strings; every result carries
 ``scope`` and ``assumptions``.  Exit 0 when every rule got its expected verdict (an ``exact`` claim
 expects PROVED: BOUNDED counts only with ``--accept-bounded``; every theorem PROVED), 1 otherwise, 2
 on a usage error (nothing is written then).  Each rule runs in a child process stopped after
@@ -25,11 +25,13 @@ from typing import Any
 from specproof.proofs import DEFAULT_RLIMIT, ProofResult, SpecproofInputError, Verdict
 from specproof.proofs.engine.results import DEFAULT_TIMEOUT
 
-from specproof.harness.files.provenance import provenance, write_json
+from specproof.harness.files.envelope import write_envelope
+from specproof.harness.files.kinds import PROVE
+from specproof.harness.files.provenance import provenance
 
 __all__ = ["add_parser", "run", "SCHEMA"]
 
-SCHEMA = 1
+SCHEMA = PROVE.schema
 
 EPILOG = """\
 user rules: write acceptance(ar, p, q) and residual_weight(ar, p, q) with Arith operations only
@@ -150,11 +152,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(results)} rule(s), {len(theorem_results)} theorem(s): every verdict as expected "
               f"({tally}; {seconds:.1f}s)")
     if json_path is not None:
-        write_json(json_path, {
-            "schema": SCHEMA,
-            "provenance": provenance(extra={"command": "prove", "argv": sys.argv[1:]}),
+        write_envelope(json_path, PROVE, {
             "results": [r.as_json() for r in results],
             "theorems": [r.as_json() for r in theorem_results],
             "summary": summary,
-        })
+        }, provenance(extra={"command": "prove", "argv": sys.argv[1:]}))
     return 1 if unexpected else 0

@@ -13,13 +13,15 @@ import numpy as np
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import step_rules
 
-from specproof.harness.files.provenance import check_output_path, provenance, write_json
+from specproof.harness.files.envelope import write_envelope
+from specproof.harness.files.kinds import REFERENCE
+from specproof.harness.files.provenance import check_output_path, provenance
 from specproof.harness.exact.reference import exact_reference
 from specproof.harness.exact.softmax import exact_softmax
 
 __all__ = ["add_parser", "parse_vector", "run_reference"]
 
-SCHEMA = 1
+SCHEMA = REFERENCE.schema
 
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -133,10 +135,10 @@ def run_reference(args: argparse.Namespace) -> int:
     if token_line:
         lines.append(token_line)
     if args.json:
-        data = {"schema": SCHEMA, "kind": "reference", "provenance": provenance(), "reference": ref.as_json()}
+        payload = {"reference": ref.as_json()}
         if softmax_info:
-            data["softmax"] = softmax_info
-        write_json(args.json, data)
+            payload["softmax"] = softmax_info
+        write_envelope(args.json, REFERENCE, payload, provenance())
         lines.append(f"wrote {args.json}")
     print("\n".join(lines))
     return 0

@@ -19,7 +19,9 @@ from typing import Any, Callable
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.files.provenance import atomic_write_text, write_json
+from specproof.harness.files.envelope import write_document
+from specproof.harness.files.kinds import REPORT
+from specproof.harness.files.provenance import atomic_write_text
 
 __all__ = ["OUTPUT_FILES", "check_out_dir", "write_report", "recover_previous"]
 
@@ -68,7 +70,7 @@ def write_report(document: dict[str, Any], out: str | Path,
         umask = os.umask(0o022)
         os.umask(umask)
         staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; a report folder is as readable as any other
-        write_json(staging / "results.json", document)
+        write_document(staging / "results.json", REPORT, document)
         atomic_write_text(staging / "report.md", markdown)
         atomic_write_text(staging / "report.html", html)
         for name in OUTPUT_FILES:  # mkstemp makes 0600

@@ -36,7 +36,8 @@ from specproof.harness.exact.convert import dtype_name
 from specproof.harness.files.provenance import provenance
 from specproof.harness.report.analysis import summarise
 from specproof.harness.report.publish import OUTPUT_FILES, check_out_dir, write_report
-from specproof.harness.report.schema import KIND, SCHEMA, validate
+from specproof.harness.files.kinds import REPORT
+from specproof.harness.report.schema import validate
 from specproof.harness.report.plan import TaskOutcome, TaskSpec, grid_scenarios, run_task, whitebox_inputs
 
 __all__ = ["ReportConfig", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
@@ -377,16 +378,14 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
     timing = {k: round(v, 2) for k, v in sorted(timing.items())}
     timing["wall"] = round(time.perf_counter() - start, 2)
     dtypes = list(config.dtypes)
-    document = {
-        "schema": SCHEMA, "kind": KIND,
-        "provenance": provenance(device=config.device, dtypes=dtypes, seeds=[config.seed],
-                                 extra={"command": "report", "argv": list(argv or []), "mode": config.mode}),
+    document = REPORT.envelope({
         "config": config.as_json(),
         "rows": dict(sorted(rows.items())),
         "zoo": zoo_verdicts(chosen, rows, skipped),
         "skipped": sorted(skipped, key=lambda s: (s["implementation"] or "", s["dtype"] or "", s["reason"])),
         "timing": timing,
-    }
+    }, provenance(device=config.device, dtypes=dtypes, seeds=[config.seed],
+                  extra={"command": "report", "argv": list(argv or []), "mode": config.mode})).to_json()
     document["summary"] = summarise(document)
     validate(document, "report")
     return document

@@ -26,7 +26,8 @@ Schema 1 (documented, superseded): the same top level but ``"rows"`` a *list* of
 ``as_expected``.  :func:`migrate` turns schema 1 into schema 2: it derives each key from the row's
 fields, moves ``source_hash`` to ``hashes["implementation"]``, marks the rule/reference/input hashes
 unknown (``null``: comparable, with a note) and computes ``as_expected``.  :func:`load_results` migrates
-older files and refuses newer ones (a usage error: exit 2).
+older files and refuses newer ones (a usage error: exit 2).  The version and the migration registry are
+those of the file kind :data:`~specproof.harness.files.kinds.REPORT` (:mod:`specproof.harness.files.envelope`).
 
 Hashes (:func:`definition_hash`) cover a definition and what it calls inside specproof: the source of
 each callable, then, recursively (memoised, to depth :data:`HASH_DEPTH`), the source of every
@@ -40,18 +41,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import json
 import types
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from specproof.proofs.errors import SpecproofInputError
+from specproof.harness.files.envelope import migrate_document, read_json_document
+from specproof.harness.files.json_numbers import NUMBER_WORDS
+from specproof.harness.files.kinds import REPORT
 
 __all__ = ["SCHEMA", "KIND", "HASH_DEPTH", "row_key", "definition_hash", "rule_hash", "bytes_hash",
            "migrate", "migrate_1_to_2", "load_results", "validate"]
 
-SCHEMA = 2
-KIND = "specproof-report"
+SCHEMA = REPORT.schema
+KIND = REPORT.name
 HASH_DEPTH = 4
 ROW_KINDS = ("proof", "whitebox", "grid", "statistical")
 HASH_NAMES = ("implementation", "rule", "reference", "input")
@@ -185,6 +188,7 @@ def _expected_outcome(row: dict[str, Any]) -> bool:
     return bool(row["passed"]) if row["expected_exact"] else not row["passed"]
 
 
+@REPORT.migration(1)
 def migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 (rows as a list, one ``source_hash`` per row) to schema 2 (module docstring)."""
     rows: dict[str, Any] = {}
@@ -218,23 +222,9 @@ def migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: migrate_1_to_2}
-
-
 def migrate(data: dict[str, Any], source: str = "results") -> dict[str, Any]:
-    """Bring a results document to :data:`SCHEMA`; refuse documents from a newer specproof."""
-    version = data.get("schema") if isinstance(data, dict) else None
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise SpecproofInputError(source, f"has no integer schema version (schema={version!r})",
-                                  "pass a results.json written by specproof report")
-    if version > SCHEMA:
-        raise SpecproofInputError(source, f"has schema {version}, newer than this specproof's {SCHEMA}",
-                                  "upgrade specproof to read it")
-    if data.get("kind") not in (None, KIND):
-        raise SpecproofInputError(source, f"is a {data.get('kind')!r} file, not a {KIND!r}",
-                                  "pass the results.json of specproof report")
-    while data["schema"] < SCHEMA:
-        data = _MIGRATIONS[data["schema"]](data)
+    """Bring a results document to :data:`SCHEMA` and validate it; refuse documents from a newer specproof."""
+    data = migrate_document(data, REPORT, source)
     validate(data, source)
     return data
 
@@ -243,7 +233,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "kind": (str,), "implementation": (str, type(None)), "rule": (str, type(None)), "dtype": (str, type(None)),
     "input": (str,), "expected_exact": (bool,), "passed": (bool,), "as_expected": (bool,), "verdict": (str,),
     "hashes": (dict,), "figures": (dict,)}
-_FIGURE_WORDS = ("inf", "-inf", "nan")
+_FIGURE_WORDS = tuple(NUMBER_WORDS)
 
 
 def _type_names(types_: tuple[type, ...]) -> str:
@@ -306,23 +296,4 @@ def load_results(path: str | Path, argument: str = "results") -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise SpecproofInputError(argument, f"{str(path)!r} is not UTF-8 text (byte {err.start})",
-                                  "pass a results.json written by specproof report") from None
-    except FileNotFoundError:
-        raise SpecproofInputError(argument, f"{str(path)!r} does not exist",
-                                  "pass a results.json (or its folder) written by specproof report") from None
-    except OSError as err:
-        raise SpecproofInputError(argument, f"cannot read {str(path)!r} ({err.strerror})",
-                                  "check the path and its permissions") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecproofInputError(argument, f"{str(path)!r} is not JSON ({err.msg} at line {err.lineno})",
-                                  "pass a results.json written by specproof report") from None
-    except RecursionError:
-        raise SpecproofInputError(argument, f"{str(path)!r} nests too deeply to be a results.json",
-                                  "pass a results.json written by specproof report") from None
-    return migrate(data, argument)
+    return migrate(read_json_document(path, argument, REPORT.fix), argument)
