@@ -1,21 +1,41 @@
-"""``specproof bench [--out DIR] [--quick] [--device cpu|cuda]``: the benchmarks of :mod:`.bench`.
+"""``specproof bench [--out DIR] [--quick] [--device cpu|cuda] [--seed S] [--only reference]``.
 
-Writes ``DIR/bench.json`` (schema in :mod:`.bench`) and ``DIR/bench.md``.  ``--quick`` is the CI
-configuration (fewer vocabularies, smaller budgets and three seeds; proofs without worst-case drift);
-``--device cuda`` adds the CUDA throughput figures and is a usage error where no CUDA device exists.
+Writes ``DIR/bench.json`` (schema in :mod:`specproof.harness.bench.run`) and ``DIR/bench.md``.
+``--quick`` is the CI configuration (fewer vocabularies, smaller budgets and three seeds; proofs
+without worst-case drift); ``--device cuda`` adds the CUDA throughput figures and is a usage error
+where no CUDA device exists.  ``--only reference`` times the exact reference's fast path against plain
+Fractions only (:mod:`specproof.harness.bench.reference`, ``--vocab``, ``--repeats``) and writes
+``DIR/reference.json``; ``specproof bench-reference`` (:mod:`.bench_reference`) is its former spelling,
+kept, whose ``--out`` names the file.
+
+Layer: cli (level 5); imports harness.bench (when the command runs), harness.cli.options.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from specproof.harness.files.provenance import check_output_path
+from specproof.harness.cli import options
+from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "add_reference_options", "run", "run_reference", "ONLY"]
+
+ONLY = ("reference",)
+"""The parts ``--only`` can select."""
+
+
+def add_reference_options(parser: argparse.ArgumentParser) -> None:
+    """``--vocab`` and ``--repeats`` of the exact-reference timing (both spellings declare them here)."""
+    from specproof.harness.bench.reference import DEFAULT_VOCABS  # numpy only; no torch, sympy or z3
+
+    parser.add_argument("--vocab", type=int, nargs="+", default=None, metavar="V",
+                        help=f"vocabulary sizes of the reference timing (default {' '.join(map(str, DEFAULT_VOCABS))})")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (default 5)")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -24,24 +44,44 @@ def add_parser(subparsers: Any) -> None:
         description="Measure, in one run on this machine: the fast exact reference against plain "
                     "Fractions, the rows specproof and two baselines need to flag each zoo member, "
                     "check_verifier throughput and harness share, proof times, and fitted growth "
-                    "exponents. Writes bench.json and bench.md.")
-    parser.add_argument("--out", type=Path, default=Path("reports/bench"),
-                        help="output folder (default reports/bench)")
+                    "exponents. Writes bench.json and bench.md (--only reference: reference.json).")
+    options.add_out(parser, help="output folder (default reports/bench)", default=Path("reports/bench"),
+                    folder=True)
     parser.add_argument("--quick", action="store_true",
                         help="CI configuration: fewer sizes, smaller budgets, three seeds, no proof drift")
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
-                        help="cuda: also measure throughput on CUDA (CPU figures are always measured)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    options.add_device(parser, choices=options.DEVICES,
+                       help="cuda: also measure throughput on CUDA (CPU figures are always measured)")
+    options.add_seed(parser, help="seed of the reference inputs and throughput scenarios, in [0, 2^63) (default 0)")
+    parser.add_argument("--only", choices=ONLY, help="run one part only: 'reference' (the old bench-reference)")
+    add_reference_options(parser)
+    options.add_quiet(parser, help="no progress lines on stderr")
     parser.set_defaults(handler=run)
 
 
+def run_reference(args: argparse.Namespace, out: Path) -> int:
+    """The exact-reference timing to ``out`` (a file): ``bench --only reference`` and ``bench-reference``."""
+    from specproof.harness.bench import reference
+
+    options.check_options(args)
+    timing = argparse.Namespace(vocab=args.vocab or list(reference.DEFAULT_VOCABS),
+                                repeats=5 if args.repeats is None else args.repeats, seed=args.seed, out=out)
+    return reference._run(timing)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.only == "reference":
+        return run_reference(args, args.out / "reference.json")
+    for flag, value in (("--vocab", args.vocab), ("--repeats", args.repeats)):
+        if value is not None:
+            raise SpecproofInputError(flag, "only the reference timing takes it",
+                                      f"add --only reference, or drop {flag}")
     from specproof.harness.bench.run import BenchConfig, run_bench, write_bench  # torch, z3: only when benchmarking
 
     devices = ("cpu",) if args.device == "cpu" else ("cpu", "cuda")
     config = BenchConfig.quick(devices) if args.quick else BenchConfig.full(devices)
+    config = dataclasses.replace(config, seed=args.seed)
     config.validate()  # usage errors before any measurement or write
-    check_output_path(args.out, "--out", folder=True)
+    options.check_options(args)
     start = time.perf_counter()
 
     def say(message: str) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
-from pathlib import Path
 from typing import Any, Callable
 
 from specproof.proofs.errors import SpecproofInputError
@@ -37,7 +36,8 @@ from specproof.proofs.laws.step_rules import step_rules
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import CHECK
-from specproof.harness.files.provenance import check_output_path, provenance
+from specproof.harness.files.provenance import provenance
+from specproof.harness.cli import options
 
 __all__ = ["add_parser", "load_verifier", "SCHEMA"]
 
@@ -67,11 +67,11 @@ def add_parser(subparsers: Any) -> None:
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="TARGET", help="package.module:function or path/to/file.py:function")
-    parser.add_argument("--dtype", default="float32", help="float16, bfloat16, float32 (default) or float64")
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    options.add_dtype(parser, help="float16, bfloat16, float32 (default) or float64")
+    options.add_device(parser, help="cpu (default) or cuda")
     parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
                         help=f"verifier rows per scenario (default {DEFAULT_SAMPLES})")
-    parser.add_argument("--seed", type=int, default=0, help="integer in [0, 2^63) (default 0)")
+    options.add_seed(parser)
     parser.add_argument("--rule", choices=[r.name for r in step_rules()],
                         help="also require the emission law of this rule (default: lossless only)")
     parser.add_argument("--alpha", type=float, default=1e-6, help="family-wise false-alarm probability")
@@ -80,8 +80,8 @@ def add_parser(subparsers: Any) -> None:
                              f"(default {DEFAULT_MAX_DETECTABLE_TV}); above it the verdict is UNDERPOWERED (exit 3)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds allowed per verifier call (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--json", type=Path, help="write the result (schema, provenance) to this file")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    options.add_json(parser, help="write the result (schema, provenance) to this file")
+    options.add_quiet(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -91,14 +91,12 @@ def _run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise SpecproofInputError("--timeout", f"{args.timeout} is not a finite number of seconds > 0",
                                   f"pass seconds, e.g. --timeout {DEFAULT_TIMEOUT:g}")
-    if not 0 <= args.seed < 2**63:
-        raise SpecproofInputError("--seed", f"{args.seed} is not in [0, 2^63)", "pass e.g. --seed 0")
     if not (math.isfinite(args.alpha) and 0 < args.alpha < 1):
         raise SpecproofInputError("--alpha", f"{args.alpha} is not in (0, 1)", "pass e.g. --alpha 1e-6")
     if not (math.isfinite(args.max_detectable_tv) and 0 < args.max_detectable_tv <= 1):
         raise SpecproofInputError("--max-detectable-tv", f"{args.max_detectable_tv} is not in (0, 1]",
                                   f"pass e.g. --max-detectable-tv {DEFAULT_MAX_DETECTABLE_TV}")
-    check_output_path(args.json, "--json")
+    options.check_options(args)  # the seed, then --json: before any work
     from specproof.harness.check.runner import check_verifier  # torch and the exact laws: only once a check runs
 
     verify = load_verifier(args.target)

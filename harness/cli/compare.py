@@ -24,7 +24,8 @@ from typing import Any
 
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import COMPARE
-from specproof.harness.files.provenance import check_output_path, provenance
+from specproof.harness.files.provenance import provenance
+from specproof.harness.cli import options
 from specproof.harness.report.compare import FAIL_ON, MARKS, compare_documents
 from specproof.harness.report.schema import load_results
 
@@ -42,7 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("current", type=Path, metavar="CURRENT", help="current results.json (or its folder)")
     parser.add_argument("--fail-on", choices=sorted(FAIL_ON), default="worse",
                         help="what exits 1: 'worse' (! and +, default) or 'new-failure' (! only)")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="write the comparison as JSON (atomically)")
+    options.add_json(parser, help="write the comparison as JSON (atomically)")
     parser.add_argument("--all", action="store_true", help="print unchanged rows too")
     parser.set_defaults(handler=run)
     return parser
@@ -56,7 +57,7 @@ def _head(document: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_path(args.json, "--json")
+    options.check_options(args)
     baseline = load_results(args.baseline, "BASELINE")
     current = load_results(args.current, "CURRENT")
     comparison = compare_documents(baseline, current)

@@ -19,7 +19,6 @@ import argparse
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from specproof.proofs import DEFAULT_RLIMIT, ProofResult, SpecproofInputError, Verdict
@@ -28,6 +27,7 @@ from specproof.proofs.engine.results import DEFAULT_TIMEOUT
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import PROVE
 from specproof.harness.files.provenance import provenance
+from specproof.harness.cli import options
 
 __all__ = ["add_parser", "run", "SCHEMA"]
 
@@ -59,7 +59,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--all", action="store_true", help="every catalogue rule and the theorems T1-T7")
     parser.add_argument("--rule", action="append", default=[], metavar="RULE",
                         help="a catalogue rule name or PATH.py:NAME (repeatable)")
-    parser.add_argument("--json", metavar="PATH", help="write the certificates to PATH (atomically)")
+    options.add_json(parser, help="write the certificates to PATH (atomically; missing folders are created)",
+                     create_folders=True)
     parser.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT,
                         help=f"z3 resource limit per check (deterministic; default {DEFAULT_RLIMIT})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -94,19 +95,6 @@ def _lines(result: ProofResult, accept_bounded: bool) -> list[str]:
     return lines
 
 
-def _check_json_path(path_text: str | None) -> Path | None:
-    if path_text is None:
-        return None
-    path = Path(path_text)
-    if path.is_dir():
-        raise SpecproofInputError("--json", f"{path_text!r} is a directory", "give a file path, e.g. proofs.json")
-    parent = path.parent if str(path.parent) else Path(".")
-    existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise SpecproofInputError("--json", f"{existing} is not a directory", "give a path inside a directory")
-    return path
-
-
 def run(args: argparse.Namespace) -> int:
     from specproof.proofs import Settings, prove_entry, prove_theorem, resolve_rule
     from specproof.proofs import catalogue, theorems
@@ -118,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise SpecproofInputError("--timeout", f"{args.timeout} is not a positive finite number of seconds",
                                   f"pass e.g. --timeout {DEFAULT_TIMEOUT:g}")
-    json_path = _check_json_path(args.json)
+    options.check_options(args)
+    json_path = args.json
     entries = list(catalogue()) if args.all else []
     seen = {e.name for e in entries}
     for spec in args.rule:  # resolve every rule before proving anything: usage errors come first

@@ -15,7 +15,8 @@ from specproof.proofs.laws.step_rules import step_rules
 
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import REFERENCE
-from specproof.harness.files.provenance import check_output_path, provenance
+from specproof.harness.files.provenance import provenance
+from specproof.harness.cli import options
 from specproof.harness.exact.reference import exact_reference
 from specproof.harness.exact.softmax import exact_softmax
 
@@ -102,12 +103,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--weights", action="store_true", help="normalise any positive vectors (counts)")
     parser.add_argument("--token", type=int, help="also print A(token) for this drafted token")
     parser.add_argument("--method", default="auto", choices=["auto", "fast", "plain"])
-    parser.add_argument("--json", type=Path, help="write every exact value to this JSON file")
+    options.add_json(parser, help="write every exact value to this JSON file")
     parser.set_defaults(handler=run_reference)
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    check_output_path(args.json, "--json")  # before any work: a bad path never throws a result away
+    options.check_options(args)  # --json before any work: a bad path never throws a result away
     p = parse_vector(args.p, "--p")
     q = parse_vector(args.q, "--q")
     softmax_info = None

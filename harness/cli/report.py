@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from specproof.harness.files.provenance import check_output_path
+from specproof.harness.cli import options
 from specproof.harness.report.run import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
 from specproof.harness.report.publish import recover_previous
 from specproof.harness.report.render import terminal_summary
@@ -34,10 +34,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "report", help="run proofs, drift matrix and statistical checks; write results.json and a report",
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="output folder (default reports/<device>)")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="device under test (default cpu)")
-    parser.add_argument("--dtypes", nargs="+", metavar="D", help="dtypes to measure (default all four)")
+    options.add_out(parser, help="output folder (default reports/<device>)", default=None, folder=True)
+    options.add_device(parser, help="device under test (default cpu)", choices=options.DEVICES)
+    options.add_dtype(parser, help="dtypes to measure (default all four)", many=True)
     parser.add_argument("--impl", nargs="+", metavar="NAME", help="only these implementations (default all)")
     parser.add_argument("--quick", action="store_true",
                         help="smaller budget (2-3 minutes on a 2-core CPU; 155 s measured): no worst-case TV search, V up to 16,384, "
@@ -45,7 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count, at most 4)")
     parser.add_argument("--samples", type=int, default=None, help="statistical rows per scenario")
     parser.add_argument("--no-proofs", action="store_true", help="skip the proof catalogue (implementations only)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    options.add_quiet(parser, help="no progress bar")
     parser.set_defaults(handler=run)
     return parser
 
@@ -69,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         overrides["samples"] = args.samples
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
     out = args.out if args.out is not None else Path("reports") / args.device
-    check_output_path(out, "--out", folder=True)  # refuse a bad --out before spending minutes measuring
+    options.check_options(args, out=out)  # refuse a bad --out before spending minutes measuring
     restored = recover_previous(out)
     if restored is not None:
         print(f"specproof report: restored the previous report {out} from {restored} (an interrupted publish)",
