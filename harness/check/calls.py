@@ -8,6 +8,9 @@ seconds after the limit, prints the error and ends the process with exit 2 (noth
 the JSON is written only after the run).  Through the API (``hard_exit=False``) the alarm is re-raised
 every ``grace`` seconds and the call is refused as soon as it returns.  Off the main thread, or
 without ``SIGALRM``, no limit can be enforced in-process (stated in ``check_verifier``'s docstring).
+:class:`VerifierCaller` is the one way check and injection call the verifier on a batch.
+
+Layer: harness.check (2); imports proofs only (scenarios for typing).
 """
 
 from __future__ import annotations
@@ -16,13 +19,18 @@ import math
 import os
 import sys
 import threading
-from typing import Any, Callable
+import time
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["ContractViolation", "VerifierError", "call_verifier", "validate_output", "check_timeout"]
+if TYPE_CHECKING:
+    from specproof.harness.check.scenarios import Realisation
+
+__all__ = ["ContractViolation", "VerifierError", "VerifierCaller", "call_verifier", "validate_output", "check_timeout",
+           "resolve_device"]
 
 GRACE_SECONDS = 5.0
 
@@ -134,3 +142,35 @@ def validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str)
     if bool((present[:, 1:] & ~present[:, :-1]).any()):
         raise bad("has -1 holes (a token after a -1)", "pad with -1 only after the last emitted token")
     return emitted
+
+
+def resolve_device(device: Any) -> torch.device:
+    try:
+        torch_device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise SpecproofInputError("device", f"unknown device {device!r}", "use 'cpu' or 'cuda'") from None
+    if torch_device.type not in ("cpu", "cuda"):
+        raise SpecproofInputError("device", f"{device!r}: the check runs on 'cpu' or 'cuda' only",
+                                  "use --device cpu or --device cuda")
+    if torch_device.type == "cuda" and not torch.cuda.is_available():
+        raise SpecproofInputError("device", "CUDA is not available here", "use --device cpu")
+    return torch_device
+
+
+class VerifierCaller:
+    """Calls the verifier on the harness's own copies of one batch; counts its seconds."""
+
+    def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
+        self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
+        self.seconds = 0.0
+
+    def __call__(self, real: "Realisation", drafts: torch.Tensor, seed: int) -> torch.Tensor:
+        draft_rows, target_rows = real.rows(drafts)
+        gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
+        args = (draft_rows, target_rows, drafts.to(self.device, copy=True), gen)
+        t0 = time.perf_counter()
+        out = call_verifier(self.verify, args, self.timeout, real.scenario.name, self.hard)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.seconds += time.perf_counter() - t0
+        return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)

@@ -31,6 +31,8 @@ given to first order only: the injected run is the real law with the edge's mass
 ``f' = f + (1 - f) P`` per entry, so when a row fails through one entry equal to the edge,
 ``rate ~ injected_rate P / f'`` (biased by O(f) where earlier injected entries change which entry is
 reached).  The exact rate of a uniforms-contract core is :func:`specproof.harness.drift.grid.measure_grid`.
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.runner import _Caller, _device, _impossible
-from specproof.harness.check.calls import ContractViolation, VerifierError, check_timeout
+from specproof.harness.check.runner import impossible_rows
+from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_timeout,
+                                           resolve_device)
 from specproof.harness.check.result import DEFAULT_TIMEOUT
-from specproof.harness.exact.convert import DTYPES, dtype_name
+from specproof.harness.exact.dtypes import DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string
 from specproof.harness.exact.rng_edges import DRAW_KINDS, EDGE_LABELS, EdgeValue, edge_values
 
@@ -308,7 +311,7 @@ def _fraction(value: Any) -> Fraction:
 class _Run:
     """One scenario's batch: baseline and injected passes with the same generator and global seed."""
 
-    def __init__(self, call: _Caller, real: Realisation, drafts: torch.Tensor, seed: int):
+    def __init__(self, call: VerifierCaller, real: Realisation, drafts: torch.Tensor, seed: int):
         self.call, self.real, self.drafts, self.seed = call, real, drafts, seed
 
     def __call__(self, mode: EdgeInjection) -> torch.Tensor:
@@ -319,13 +322,13 @@ class _Run:
 
 
 def _counts(out: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int]:
-    """(rows with a probability-0 token, rows whose leading tokens are not the drafts): ``check._impossible``."""
-    zero_token, mismatch = _impossible(out, drafts, real)[:2]
+    """(rows with a probability-0 token, rows whose leading tokens are not the drafts): ``runner.impossible_rows``."""
+    zero_token, mismatch = impossible_rows(out, drafts, real)[:2]
     return zero_token, mismatch
 
 
 def _flagged_rows(run: _Run, out: torch.Tensor, rows: list[int], problem: int) -> list[int]:
-    """The rows among ``rows`` that show ``problem`` (``check._impossible`` one row at a time)."""
+    """The rows among ``rows`` that show ``problem`` (``runner.impossible_rows`` one row at a time)."""
     return [r for r in rows if _counts(out[r:r + 1], run.drafts[r:r + 1], run.real)[problem]]
 
 
@@ -410,12 +413,12 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
                                   f"use a non-empty subset of {INJECTABLE_KINDS}")
     frac = _fraction(fraction)
     check_timeout(timeout)
-    torch_device = _device(device)
+    torch_device = resolve_device(device)
     edge_values("uniform", name, str(torch_device))  # refuses devices without an edge model
     suite = list(scenarios) if scenarios is not None else zero_target_scenarios(name)
     if not suite:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario with target zeros")
-    call = _Caller(verify, torch_device, timeout, False)
+    call = VerifierCaller(verify, torch_device, timeout, False)
     findings, records, tried, passes = [], [], [], 0
     for index, scenario in enumerate(suite):
         real = scenario.realise(name, str(torch_device))

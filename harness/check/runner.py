@@ -21,6 +21,8 @@ The result reports, per scenario, the smallest total variation a deviation conce
 event must have to be detected with probability 0.99; the verdict (:mod:`.check_result`) is PASS only
 when that is at most ``max_detectable_tv`` everywhere, else UNDERPOWERED (or FAIL on a finding).
 The verifier gets its own copies of the inputs: the harness never reads back what it was handed.
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations
@@ -36,47 +38,33 @@ import torch
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import StepRule, get_step_rule
 
-from specproof.harness.check.calls import ContractViolation, VerifierError, call_verifier, check_timeout, validate_output
+from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_timeout,
+                                           resolve_device)
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult, Finding,
                            ScenarioReport, Verdict)
-from specproof.harness.exact.convert import dtype_name
+from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.check.events import EventFamily, build_families, emitted_lengths
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
-from specproof.harness.check.statistics import critical_value, detectable_shift
+from specproof.harness.check.statistics import chernoff_statistics, critical_value, detectable_shift
 from specproof.harness.exact.tolerances import round_tolerance
 
 __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "ContractViolation",
-           "VerifierError", "Verdict", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT", "DEFAULT_MAX_DETECTABLE_TV", "LOOKS"]
+           "VerifierError", "Verdict", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT", "DEFAULT_MAX_DETECTABLE_TV", "LOOKS",
+           "impossible_rows"]
 
 LOOKS = (1 / 8, 1 / 4, 1 / 2, 1.0)
 MAX_FINDINGS_PER_SCENARIO = 100  # stored (JSON); summary() prints the strongest SHOWN_FINDINGS
 REPRODUCIBILITY_ROWS = 256
 
 
-def _kl(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Vectorised Bernoulli KL(a || b) (inf where b cannot produce a)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t1 = np.where(a > 0, a * np.log(a / b), 0.0)
-        t2 = np.where(a < 1, (1 - a) * np.log((1 - a) / (1 - b)), 0.0)
-    out = t1 + t2
-    out = np.where((b <= 0) & (a > 0), np.inf, out)
-    out = np.where((b >= 1) & (a < 1), np.inf, out)
-    return np.maximum(np.nan_to_num(out, nan=np.inf), 0.0)
-
-
-def _test_family(family: EventFamily, counts: np.ndarray, n: int, tau: float, c: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(observed means, per-event tolerance, statistic) for one family."""
+def _test_family(family: EventFamily, counts: np.ndarray, n: int, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(observed means, per-event tolerance, statistic) for one family: :func:`.statistics.chernoff_statistics`."""
     observed = counts @ family.matrix / n
     tol = np.where(family.zero_tolerance, 0.0, tau)
-    hi = np.minimum(1.0, family.expected + tol)
-    lo = np.maximum(0.0, family.expected - tol)
-    with np.errstate(over="ignore", invalid="ignore"):
-        stat = np.where(observed > hi, n * _kl(np.minimum(observed, 1.0), hi),
-                        np.where(observed < lo, n * _kl(np.maximum(observed, 0.0), lo), 0.0))
-    return observed, tol, stat
+    return observed, tol, chernoff_statistics(family.expected, observed, n, tol)
 
 
-def _impossible(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int, list[int]]:
+def impossible_rows(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int, list[int]]:
     """Rows emitting a token of target probability 0 at its emitted prefix (read from the harness's own
     rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts;
     the earliest 1-based token position of each kind (0 when none)."""
@@ -176,7 +164,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         raise SpecproofInputError("alpha", f"{alpha} is not in (0, 1)", "use e.g. 1e-6")
     if batch_size < 1:
         raise SpecproofInputError("batch_size", f"{batch_size} < 1", "use a positive batch size")
-    torch_device = _device(device)
+    torch_device = resolve_device(device)
 
     start = time.perf_counter()
     realised = [_prepared(scenario, dtype, str(torch_device), rule_record) for scenario in suite]
@@ -184,7 +172,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     c = critical_value(alpha, total_events, len(LOOKS))
     states = [_ScenarioState(index, real, families, dtype, batch_size, seed)
               for index, (real, families) in enumerate(realised)]
-    call = _Caller(verify, torch_device, timeout, hard_timeout)
+    call = VerifierCaller(verify, torch_device, timeout, hard_timeout)
     bar = _Progress(progress, per_scenario * len(states))
     try:
         reproducibility = _reproducibility(states[0], call, per_scenario)
@@ -226,39 +214,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                        reproducibility=reproducibility)
 
 
-def _device(device: Any) -> torch.device:
-    try:
-        torch_device = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise SpecproofInputError("device", f"unknown device {device!r}", "use 'cpu' or 'cuda'") from None
-    if torch_device.type not in ("cpu", "cuda"):
-        raise SpecproofInputError("device", f"{device!r}: the check runs on 'cpu' or 'cuda' only",
-                                  "use --device cpu or --device cuda")
-    if torch_device.type == "cuda" and not torch.cuda.is_available():
-        raise SpecproofInputError("device", "CUDA is not available here", "use --device cpu")
-    return torch_device
-
-
-class _Caller:
-    """Calls the verifier on the harness's own copies of one batch; counts its seconds."""
-
-    def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
-        self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
-        self.seconds = 0.0
-
-    def __call__(self, real: Realisation, drafts: torch.Tensor, seed: int) -> torch.Tensor:
-        draft_rows, target_rows = real.rows(drafts)
-        gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
-        args = (draft_rows, target_rows, drafts.to(self.device, copy=True), gen)
-        t0 = time.perf_counter()
-        out = call_verifier(self.verify, args, self.timeout, real.scenario.name, self.hard)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-        self.seconds += time.perf_counter() - t0
-        return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)
-
-
-def _reproducibility(state: "_ScenarioState", call: _Caller, per_scenario: int) -> list[Finding]:
+def _reproducibility(state: "_ScenarioState", call: VerifierCaller, per_scenario: int) -> list[Finding]:
     """One batch of the first scenario, twice, with generators of the same seed."""
     n = min(REPRODUCIBILITY_ROWS, per_scenario)
     drafts = state.real.sample_drafts(n, torch.Generator().manual_seed(state.seed % (2**63)))
@@ -311,14 +267,14 @@ class _ScenarioState:
         self.done = False
         self.stopped = False
 
-    def advance(self, goal: int, call: _Caller, bar: _Progress) -> None:
+    def advance(self, goal: int, call: VerifierCaller, bar: _Progress) -> None:
         """Run the verifier until ``goal`` rows."""
         real = self.real
         while self.rows < goal:
             n = min(self.chunk, goal - self.rows)
             drafts = real.sample_drafts(n, self.draft_gen)
             emitted = call(real, drafts, self.seed * 7_919 + self.index * 104_729 + self.rows)
-            zero_token, mismatch, first = _impossible(emitted, drafts, real)
+            zero_token, mismatch, first = impossible_rows(emitted, drafts, real)
             self.impossible[0] += zero_token
             self.impossible[1] += mismatch
             self.first_impossible = [min(a, b) if a and b else a or b for a, b in zip(self.first_impossible, first)]
@@ -362,7 +318,7 @@ def _evaluate(state: _ScenarioState, c: float) -> tuple[list[Finding], int]:
     rejected = len(findings)
     candidates = []
     for fam, cnt in zip(state.families, state.counts):
-        observed, tol, stat = _test_family(fam, cnt, rows, tau, c)
+        observed, tol, stat = _test_family(fam, cnt, rows, tau)
         for e, rule in fam.rules.items():
             state.evidence[rule] = float(stat[e]) if observed[e] > fam.expected[e] else 0.0
         for e in np.flatnonzero(stat >= c):

@@ -239,3 +239,23 @@ def test_progress_is_one_bar_with_percentage_or_lines_to_a_callable(capsys):
     assert len(lines) == 3 * 4 and lines[-1].endswith("look 4/4, 0 events rejected")
     check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_vectorised_chernoff_statistics_is_the_event_test():
+    """One implementation: the runner's per-family statistic is chernoff_statistics, event_test one
+    element of it, and both agree with N KL from the scalar KL the power solvers use."""
+    from specproof.harness.check import runner, statistics
+
+    rng = np.random.default_rng(0)
+    expected = np.concatenate([[0.0, 0.0, 1.0, 0.5, 0.3], rng.random(200)])
+    observed = np.concatenate([[1e-5, 0.0, 0.99, 0.5004, 0.5], np.clip(expected[5:] + rng.normal(0, 0.05, 200), 0, 1)])
+    tolerance = np.concatenate([[0.0, 0.0, 0.0, 0.001, 0.01], rng.choice([0.0, 0.01], 200)])
+    n, c = 10_000, 20.0
+    stats = statistics.chernoff_statistics(expected, observed, n, tolerance)
+    for e, m, tau, stat in zip(expected, observed, tolerance, stats):
+        assert event_test(e, m, n, c, tau).statistic == stat
+        hi, lo = min(1.0, e + tau), max(0.0, e - tau)
+        ref = n * bernoulli_kl(m, hi) if m > hi else n * bernoulli_kl(m, lo) if m < lo else 0.0
+        assert stat == ref or math.isclose(stat, ref, rel_tol=1e-12)
+    assert stats[0] == math.inf and stats[1] == 0 and stats[3] == 0
+    assert not hasattr(runner, "_kl") and runner.chernoff_statistics is statistics.chernoff_statistics
