@@ -1,4 +1,7 @@
-"""The default registry: every implementation under test, correct ones first, then the zoo."""
+"""The default registry: every implementation under test, correct ones first, then the zoo.
+
+Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The one exception type that bad input raises, everywhere in specproof."""
+"""The one exception type that bad input raises, everywhere in specproof.
+
+Layer: proofs, shared infrastructure; imports nothing from specproof, and any module may import it.
+"""
 
 from __future__ import annotations
 

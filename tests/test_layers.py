@@ -147,3 +147,19 @@ def test_function_level_and_relative_imports_are_read():
     named = {name for name, _ in imports_of("specproof.harness.check.runner", source, False)}
     assert {"specproof.harness.report", "specproof.harness.report.plan"} <= named
     assert any(violation("specproof.harness.check.runner", n) for n in named)
+
+
+DOCUMENTED_ROOMS = ("proofs", "impls", "harness/cli")  # the other harness rooms document theirs likewise
+
+
+@pytest.mark.parametrize("folder", DOCUMENTED_ROOMS)
+def test_every_module_says_its_layer(folder):
+    missing = [str(p.relative_to(ROOT)) for p in sorted((ROOT / folder).rglob("*.py"))
+               if "Layer:" not in (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "")]
+    assert not missing, f"no 'Layer:' line in the module docstring of {missing}"
+
+
+def test_no_module_is_over_500_lines():
+    long = {str(p.relative_to(ROOT)): n for folder in PACKAGES for p in sorted((ROOT / folder).rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, long

@@ -20,6 +20,9 @@ Exit codes:
 Progress (one bar with percentage and ETA) goes to stderr.  At the default 200,000 rows per
 scenario a float32 check of a built-in verifier takes about 3 minutes on a busy 2-core CPU (171 s
 measured for specproof.impls:canonical_ratio_race; 205 s for a float16 run).
+
+Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
+drift, check, exact, files), proofs and impls.
 """
 
 from __future__ import annotations

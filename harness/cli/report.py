@@ -11,6 +11,9 @@ summary lists those rows); 2 on a usage error (nothing is written), checked befo
 --out, a missing optional dependency (matplotlib: install the [report] extra).  A zoo member that no
 check catches is reported, not an error.  SIGTERM and Ctrl-C stop the worker processes and keep the
 previous report (exit 130).
+
+Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
+drift, check, exact, files), proofs and impls.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ Faithfulness choices:
   surfaced as ``RuntimeError`` naming the row.
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
+
+Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Round mechanics shared by the batched verifiers: gathers, prefix length, output layout."""
+"""Round mechanics shared by the batched verifiers: gathers, prefix length, output layout.
+
+Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ it fast: products ``num * factor`` and elementwise results are memoised (``p*Q``
 and the subtraction; ``max(0, p - q)`` is computed once for the residual and the TV), and
 ``q * (n / d)`` cancels when ``d == q * s`` on the support (checked exactly, elementwise; otherwise the
 general product is used).  Any case without a shortcut falls back to a correct general formula.
+
+Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations
