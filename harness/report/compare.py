@@ -28,8 +28,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import HASH_NAMES
-from specproof.harness.files.json_numbers import number_word, read_number
+from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON"]
 
@@ -96,41 +97,39 @@ class Comparison:
         return {"counts": self.counts(), "notes": list(self.notes), "rows": [r.as_json() for r in self.rows]}
 
 
-def _figure_changes(baseline: dict[str, Any], current: dict[str, Any]) -> list[FigureChange]:
+def _figure_changes(baseline: Row, current: Row) -> list[FigureChange]:
     changes = []
-    for name in sorted(set(baseline["figures"]) & set(current["figures"])):
-        b, c = baseline["figures"][name], current["figures"][name]
-        thresholds = [t for t in (b.get("threshold"), c.get("threshold")) if t is not None]
-        b_value, c_value = read_number(b.get("value")), read_number(c.get("value"))
-        if not thresholds or b_value is None or c_value is None:
+    for name in sorted(set(baseline.figures) & set(current.figures)):
+        b, c = baseline.figures[name], current.figures[name]
+        thresholds = [t for t in (b.threshold, c.threshold) if t is not None]
+        if not thresholds or b.value is None or c.value is None:
             continue
-        changes.append(FigureChange(name, b_value, c_value, max(thresholds)))
+        changes.append(FigureChange(name, b.value, c.value, max(thresholds)))
     return changes
 
 
-def _compare_row(key: str, baseline: dict[str, Any] | None, current: dict[str, Any] | None) -> RowComparison:
+def _compare_row(key: str, baseline: Row | None, current: Row | None) -> RowComparison:
     if baseline is None:
         assert current is not None
-        if not current["as_expected"]:
-            return RowComparison(key, "!", "new row, not as expected", None, current["verdict"])
-        return RowComparison(key, "x", "only in the current file", None, current["verdict"])
+        if not current.as_expected:
+            return RowComparison(key, "!", "new row, not as expected", None, current.verdict)
+        return RowComparison(key, "x", "only in the current file", None, current.verdict)
     if current is None:
-        return RowComparison(key, "x", "only in the baseline", baseline["verdict"], None)
-    b_verdict, c_verdict = baseline["verdict"], current["verdict"]
+        return RowComparison(key, "x", "only in the baseline", baseline.verdict, None)
+    b_verdict, c_verdict = baseline.verdict, current.verdict
     differing = [name for name in HASH_NAMES
-                 if baseline["hashes"].get(name) and current["hashes"].get(name)
-                 and baseline["hashes"][name] != current["hashes"][name]]
-    unknown = [name for name in HASH_NAMES
-               if bool(baseline["hashes"].get(name)) != bool(current["hashes"].get(name))]
+                 if baseline.hashes.get(name) and current.hashes.get(name)
+                 and baseline.hashes.get(name) != current.hashes.get(name)]
+    unknown = [name for name in HASH_NAMES if bool(baseline.hashes.get(name)) != bool(current.hashes.get(name))]
     hash_note = f"{', '.join(differing)} changed" if differing else ""
-    if baseline["as_expected"] and not current["as_expected"]:
+    if baseline.as_expected and not current.as_expected:
         return RowComparison(key, "!", hash_note, b_verdict, c_verdict)
-    if current["as_expected"] and not baseline["as_expected"]:
+    if current.as_expected and not baseline.as_expected:
         return RowComparison(key, "*", hash_note, b_verdict, c_verdict)
     if differing:
         return RowComparison(key, "x", hash_note, b_verdict, c_verdict)
     note = f"{', '.join(unknown)} hash unknown in one file" if unknown else ""
-    if not (baseline["expected_exact"] and current["expected_exact"]) or baseline["kind"] == "proof":
+    if not (baseline.expected_exact and current.expected_exact) or baseline.kind == "proof":
         return RowComparison(key, " ", note, b_verdict, c_verdict)
     changes = _figure_changes(baseline, current)
     worse = [c for c in changes if c.direction > 0]
@@ -147,7 +146,9 @@ def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comp
     result = Comparison()
     b_rows, c_rows = baseline["rows"], current["rows"]
     for key in sorted(set(b_rows) | set(c_rows)):
-        result.rows.append(_compare_row(key, b_rows.get(key), c_rows.get(key)))
+        b_row, c_row = b_rows.get(key), c_rows.get(key)
+        result.rows.append(_compare_row(key, None if b_row is None else Row.from_json(b_row),
+                                        None if c_row is None else Row.from_json(c_row)))
     for name in ("device", "device_name"):
         b, c = baseline["provenance"].get(name), current["provenance"].get(name)
         if b != c:

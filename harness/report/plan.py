@@ -33,7 +33,8 @@ import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.report.schema import bytes_hash, definition_hash, row_key, rule_hash
+from specproof.harness.report.rows import Figure, Hashes, Row
+from specproof.harness.report.schema import bytes_hash, definition_hash, rule_hash
 from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["TaskSpec", "TaskOutcome", "WhiteboxInput", "whitebox_inputs", "grid_scenarios",
@@ -159,20 +160,8 @@ def _rule_hash(rule: str) -> str | None:
 
 # -- rows ----------------------------------------------------------------------------------------------
 
-def figure(value: float | Fraction | None, threshold: float | None, source: str, dtype: str | None,
-           exact: Fraction | None = None) -> dict[str, Any]:
-    """A compared (``threshold`` set) or informational (``threshold`` None) figure."""
-    if isinstance(value, Fraction):
-        exact, value = value, float(value)
-    number = None if value is None else float(value)
-    return {"value": None if number is None else number_word(number),
-            "exact": None if exact is None else f"{exact.numerator}/{exact.denominator}",
-            "threshold": None if threshold is None else float(threshold), "threshold_source": source,
-            "dtype": dtype}
-
-
 def _row(kind: str, record: Any, dtype: str | None, input_name: str, *, passed: bool, verdict: str,
-         figures: dict[str, Any], detail: dict[str, Any], input_hash: str | None, seconds: float,
+         figures: dict[str, Figure], detail: dict[str, Any], input_hash: str | None, seconds: float,
          rule: str | None = None, device: str = "cpu") -> dict[str, Any]:
     rule = rule or record.rule
     expected = bool(record.expected_exact)
@@ -180,14 +169,10 @@ def _row(kind: str, record: Any, dtype: str | None, input_name: str, *, passed: 
     if defect:  # exact by construction, but a defect outside the code (torch's sampler) applies here
         expected = False
         detail = {**detail, "known_defect": defect}
-    row = {"kind": kind, "implementation": record.name, "contract": record.contract, "rule": rule,
-           "dtype": dtype, "input": input_name, "expected_exact": expected, "passed": bool(passed),
-           "as_expected": True if defect else bool(passed) if expected else not passed, "verdict": verdict,
-           "hashes": {"implementation": record.source_hash, "rule": _rule_hash(rule),
-                      "reference": reference_hash(kind), "input": input_hash},
-           "figures": figures, "detail": detail, "seconds": round(seconds, 3)}
-    row["key"] = row_key(row)
-    return row
+    return Row(kind, record.name, rule, dtype, input_name, expected, bool(passed),
+               True if defect else bool(passed) if expected else not passed, verdict,
+               Hashes(record.source_hash, _rule_hash(rule), reference_hash(kind), input_hash),
+               figures, detail, contract=record.contract, seconds=round(seconds, 3)).to_json()
 
 
 def _known_defect(record: Any, dtype: str | None, device: str) -> str | None:
@@ -223,14 +208,14 @@ def whitebox_row(record: Any, dtype: str, pair: WhiteboxInput, device: str) -> d
     rate_error = abs(law.acceptance_rate_error)
     tv_bound = law.tv_bound
     figures = {
-        "tv": figure(law.tv, tv_bound, "derived TV bound of the output law", dtype),
-        "max_abs_error": figure(out.max_abs_error, out.bound_at_worst, "derived bound at the worst entry", dtype),
-        "acceptance_rate_error": figure(rate_error, fields["rejection"].bound_at_worst,
+        "tv": Figure.of(law.tv, tv_bound, "derived TV bound of the output law", dtype),
+        "max_abs_error": Figure.of(out.max_abs_error, out.bound_at_worst, "derived bound at the worst entry", dtype),
+        "acceptance_rate_error": Figure.of(rate_error, fields["rejection"].bound_at_worst,
                                         "derived bound on the rejection probability", dtype),
-        "lost_mass": figure(law.lost_mass, tv_bound, "derived TV bound (lost mass counts in TV)", dtype),
-        "impossible_mass": figure(impossible, 0.0, "zero tolerance", dtype),
-        "max_ulp_error": figure(out.max_ulp_error, None, "informational", dtype),
-        "kl": figure(law.kl, None, "informational", dtype),
+        "lost_mass": Figure.of(law.lost_mass, tv_bound, "derived TV bound (lost mass counts in TV)", dtype),
+        "impossible_mass": Figure.of(impossible, 0.0, "zero tolerance", dtype),
+        "max_ulp_error": Figure.of(out.max_ulp_error, None, "informational", dtype),
+        "kl": Figure.of(law.kl, None, "informational", dtype),
     }
     if law.tv == 0 and all(f.max_abs_error == 0 for f in fields.values()):
         verdict = "exact"
@@ -290,9 +275,9 @@ def grid_row(record: Any, dtype: str, scenario: Any, device: str) -> dict[str, A
     verdict = result.verdict
     passed = verdict in (GridVerdict.EXACT, GridVerdict.WITHIN)
     figures = {
-        "tv": figure(result.tv, float(result.tolerance), "grid tolerance (K+1)(delta + V delta/2 + (V+3)u)",
+        "tv": Figure.of(result.tv, float(result.tolerance), "grid tolerance (K+1)(delta + V delta/2 + (V+3)u)",
                      dtype),
-        "impossible_mass": figure(result.impossible_mass, 0.0, "zero tolerance", dtype),
+        "impossible_mass": Figure.of(result.impossible_mass, 0.0, "zero tolerance", dtype),
     }
     detail = {"vocab": result.vocab, "k": result.k, "tolerance": f"{result.tolerance}",
               "tolerance_float": float(result.tolerance), "grid": result.grid.as_json(),
@@ -325,8 +310,8 @@ def statistical_row(record: Any, dtype: str, samples: int, seed: int, device: st
     certifiable = [s.detectable_tv for s in result.scenarios if s.tolerance < 1]
     resolution = max(certifiable) if certifiable else 1.0
     figures = {
-        "excess": figure(max(0.0, excess), resolution, "detectable TV of the statistical run", dtype),
-        "detectable_tv": figure(result.detectable_tv, None, "informational", dtype),
+        "excess": Figure.of(max(0.0, excess), resolution, "detectable TV of the statistical run", dtype),
+        "detectable_tv": Figure.of(result.detectable_tv, None, "informational", dtype),
     }
     detail = {
         "samples_per_scenario": samples, "rows": result.rows, "uniforms_core": record.uniforms_core,
@@ -367,23 +352,18 @@ def proof_row(name: str, drift: bool, rlimit: int) -> dict[str, Any]:
     worst = [{"n": w.n, "lower": f"{w.lower}", "upper": f"{w.upper}", "lower_float": float(w.lower),
               "upper_float": float(w.upper), "certified": w.certified} for w in result.worst_case]
     worst_lower = max((w.lower for w in result.worst_case), default=None)
-    figures = {"counterexample_tv": figure(result.tv, None, "informational", None),
-               "worst_case_tv": figure(worst_lower, None, "informational", None)}
-    row = {"kind": "proof", "implementation": None, "contract": None, "rule": result.rule, "dtype": None,
-           "input": "", "claim": result.claim, "expected_exact": result.claim != "not-exact",
-           "passed": result.ok, "as_expected": result.ok, "ok": result.ok, "verdict": result.verdict.value,
-           "expected": result.expected.value,
-           "hashes": {"implementation": None, "rule": definition, "reference": None, "input": None},
-           "figures": figures,
-           "detail": {"description": description, "method": result.method, "n": result.n,
-                      "worst_case": worst, "worst_case_computed": drift or theorem is not None,
-                      "reason": result.reason, "obligations": len(result.obligations),
-                      "scope": getattr(result, "scope", "") or result.n,
-                      "assumptions": [a.as_json() for a in getattr(result, "assumptions", ())],
-                      "order": names.index(name) if name in names else len(names)},
-           "seconds": round(result.seconds, 3)}
-    row["key"] = row_key(row)
-    return row
+    figures = {"counterexample_tv": Figure.of(result.tv, None, "informational", None),
+               "worst_case_tv": Figure.of(worst_lower, None, "informational", None)}
+    return Row("proof", None, result.rule, None, "", result.claim != "not-exact", result.ok, result.ok,
+               result.verdict.value, Hashes(rule=definition), figures,
+               {"description": description, "method": result.method, "n": result.n,
+                "worst_case": worst, "worst_case_computed": drift or theorem is not None,
+                "reason": result.reason, "obligations": len(result.obligations),
+                "scope": getattr(result, "scope", "") or result.n,
+                "assumptions": [a.as_json() for a in getattr(result, "assumptions", ())],
+                "order": names.index(name) if name in names else len(names)},
+               seconds=round(result.seconds, 3), claim=result.claim, expected=result.expected.value,
+               ok=result.ok).to_json()
 
 
 def run_task(spec: TaskSpec, record: Any, context: dict[str, Any]) -> TaskOutcome:

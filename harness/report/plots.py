@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from specproof.harness.report.plan import ULP_BINS, ulp_bin_label
-from specproof.harness.files.json_numbers import read_number
+from specproof.harness.report.rows import Row, rows_of
 
 __all__ = ["drift_against_vocabulary", "ulp_histograms", "acceptance_error_against_tv", "half_type_margins",
            "all_figures"]
@@ -40,12 +40,12 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _whitebox_rows(document: dict[str, Any], prefix: str) -> dict[str, list[dict[str, Any]]]:
+def _whitebox_rows(document: dict[str, Any], prefix: str) -> dict[str, list[Row]]:
     """White-box rows whose input name starts with ``prefix``, per dtype."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for row in document["rows"].values():
-        if row["kind"] == "whitebox" and row["input"].startswith(prefix) and row["verdict"] != "error":
-            out.setdefault(row["dtype"], []).append(row)
+    out: dict[str, list[Row]] = {}
+    for row in rows_of(document):
+        if row.kind == "whitebox" and row.input.startswith(prefix) and row.verdict != "error":
+            out.setdefault(row.dtype, []).append(row)
     return out
 
 
@@ -70,18 +70,18 @@ def drift_against_vocabulary(document: dict[str, Any]) -> tuple[bytes, str] | No
         return None
     fig, axes = _figure(len(dtypes))
     for ax, dtype in zip(axes, dtypes):
-        by_impl: dict[str, list[dict[str, Any]]] = {}
+        by_impl: dict[str, list[Row]] = {}
         for row in data[dtype]:
-            by_impl.setdefault(row["implementation"], []).append(row)
-        values = [read_number(r["figures"]["tv"]["value"]) for r in data[dtype]]
-        bounds = [r["figures"]["tv"]["threshold"] for r in data[dtype]]
+            by_impl.setdefault(row.implementation, []).append(row)
+        values = [r.figures["tv"].value for r in data[dtype]]
+        bounds = [r.figures["tv"].threshold for r in data[dtype]]
         floor = _floor(values + bounds)
         for i, (name, rows) in enumerate(sorted(by_impl.items())):
             color = f"C{i}"
-            xs = [r["detail"]["vocab"] for r in rows]
-            _plot_with_zeros(ax, xs, [read_number(r["figures"]["tv"]["value"]) for r in rows], floor,
+            xs = [r.detail["vocab"] for r in rows]
+            _plot_with_zeros(ax, xs, [r.figures["tv"].value for r in rows], floor,
                              color=color, marker=_MARKERS[i % len(_MARKERS)], label=name)
-            pairs = sorted(zip(xs, (r["figures"]["tv"]["threshold"] for r in rows)))
+            pairs = sorted(zip(xs, (r.figures["tv"].threshold for r in rows)))
             ax.plot([x for x, _ in pairs], [b for _, b in pairs], color=color, linestyle="--", linewidth=0.8,
                     alpha=0.6)
         ax.set_xscale("log", base=2)
@@ -107,9 +107,9 @@ def ulp_histograms(document: dict[str, Any]) -> tuple[bytes, str] | None:
     fig, axes = _figure(len(dtypes))
     largest_v = 0
     for ax, dtype in zip(axes, dtypes):
-        largest_v = max(r["detail"]["vocab"] for r in data[dtype])
-        rows = sorted((r for r in data[dtype] if r["detail"]["vocab"] == largest_v), key=lambda r: r["implementation"])
-        counts = [[r["detail"]["ulp_histogram"].get(ulp_bin_label(i), 0) for i in range(ULP_BINS)] for r in rows]
+        largest_v = max(r.detail["vocab"] for r in data[dtype])
+        rows = sorted((r for r in data[dtype] if r.detail["vocab"] == largest_v), key=lambda r: r.implementation)
+        counts = [[r.detail["ulp_histogram"].get(ulp_bin_label(i), 0) for i in range(ULP_BINS)] for r in rows]
         used = [i for i in range(len(counts[0])) if any(c[i] for c in counts)] if counts else []
         if not used:
             continue
@@ -117,7 +117,7 @@ def ulp_histograms(document: dict[str, Any]) -> tuple[bytes, str] | None:
         width = 0.8 / max(len(rows), 1)
         for i, (row, count) in enumerate(zip(rows, counts)):
             xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(lo, hi + 1)]
-            ax.bar(xs, [max(c, 0) for c in count[lo:hi + 1]], width=width, color=f"C{i}", label=row["implementation"])
+            ax.bar(xs, [max(c, 0) for c in count[lo:hi + 1]], width=width, color=f"C{i}", label=row.implementation)
         ax.set_xticks(range(lo, hi + 1))
         ax.set_xticklabels([ulp_bin_label(i).split(" ")[1] for i in range(lo, hi + 1)], rotation=45, fontsize=7)
         ax.set_yscale("log")
@@ -140,15 +140,15 @@ def acceptance_error_against_tv(document: dict[str, Any]) -> tuple[bytes, str] |
         return None
     fig, axes = _figure(len(dtypes))
     for ax, dtype in zip(axes, dtypes):
-        rows = [r for r in data[dtype] if r["detail"]["tv_pq_float"] > 0]
-        by_impl: dict[str, list[dict[str, Any]]] = {}
+        rows = [r for r in data[dtype] if r.detail["tv_pq_float"] > 0]
+        by_impl: dict[str, list[Row]] = {}
         for row in rows:
-            by_impl.setdefault(row["implementation"], []).append(row)
-        values = [read_number(r["figures"]["acceptance_rate_error"]["value"]) for r in rows]
+            by_impl.setdefault(row.implementation, []).append(row)
+        values = [r.figures["acceptance_rate_error"].value for r in rows]
         floor = _floor(values)
         for i, (name, group) in enumerate(sorted(by_impl.items())):
-            xs = [r["detail"]["tv_pq_float"] for r in group]
-            ys = [read_number(r["figures"]["acceptance_rate_error"]["value"]) for r in group]
+            xs = [r.detail["tv_pq_float"] for r in group]
+            ys = [r.figures["acceptance_rate_error"].value for r in group]
             ax.scatter(xs, [max(y, floor) for y in ys], color=f"C{i}", marker=_MARKERS[i % len(_MARKERS)],
                        label=name, alpha=0.8)
         ax.set_xscale("log")
@@ -167,14 +167,14 @@ def acceptance_error_against_tv(document: dict[str, Any]) -> tuple[bytes, str] |
 def half_type_margins(document: dict[str, Any]) -> tuple[bytes, str] | None:
     """TV divided by its derived tolerance for every half-type white-box and grid row."""
     points: dict[str, list[tuple[str, float, bool]]] = {}
-    for row in document["rows"].values():
-        if row["dtype"] not in ("float16", "bfloat16") or row["kind"] not in ("whitebox", "grid"):
+    for row in rows_of(document):
+        if row.dtype not in ("float16", "bfloat16") or row.kind not in ("whitebox", "grid"):
             continue
-        tv = row["figures"].get("tv")
-        if not tv or not tv["threshold"] or tv["value"] is None:
+        tv = row.figures.get("tv")
+        if not tv or not tv.threshold or tv.value is None:
             continue
-        ratio = read_number(tv["value"]) / tv["threshold"]
-        points.setdefault(row["dtype"], []).append((f"{row['implementation']} ({row['kind']})", ratio, row["passed"]))
+        ratio = tv.value / tv.threshold
+        points.setdefault(row.dtype, []).append((f"{row.implementation} ({row.kind})", ratio, row.passed))
     dtypes = [d for d in ("float16", "bfloat16") if d in points]
     if not dtypes:
         return None
