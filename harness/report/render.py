@@ -12,8 +12,9 @@ import base64
 import html
 from typing import Any
 
-from specproof.harness.report.analysis import (DTYPE_ORDER, WEAK_LABEL, drift_tables, fmt, half_type_split, proof_table, sampler_findings,
-                              summarise, unexpected_rows, zoo_table)
+from specproof.proofs.engine.vocabulary import Severity, severity
+from specproof.harness.report.analysis import (DTYPE_ORDER, WEAK_LABEL, drift_tables, fmt, half_type_split, proof_table,
+                                               sampler_findings, summarise, unexpected_rows, zoo_table)
 
 __all__ = ["report_blocks", "render_markdown", "render_html", "render_report", "terminal_summary"]
 
@@ -197,17 +198,14 @@ figcaption { font-size: 13px; color: #444; margin-top: 6px; max-width: 1100px; }
 ul { padding-left: 22px; }
 """
 
-_BAD = {"fail", "error", "beyond-tolerance", "impossible-mass", "algorithmic-bias", "unanalysable", "REFUTED",
-        "INCONCLUSIVE", "VACUOUS", "no", "NOT CAUGHT"}
-_GOOD = {"pass", "exact", "within-tolerance", "within-grid-tolerance", "PROVED", "yes"}
+_CELL_CLASS = {Severity.OK: ' class="good"', Severity.FLAGGED: ' class="bad"', Severity.NOT_RUN: ' class="bad"'}
+_ANSWER_CLASS = {"yes": ' class="good"', "no": ' class="bad"', "NOT CAUGHT": ' class="bad"'}  # answers, not verdicts
 
 
 def _cell_class(text: str) -> str:
-    if text in _BAD:
-        return ' class="bad"'
-    if text in _GOOD:
-        return ' class="good"'
-    return ""
+    """A verdict cell's colour from its severity (the one vocabulary); warnings (BOUNDED, underpowered) stay plain."""
+    level = severity(text)
+    return _ANSWER_CLASS.get(text, "") if level is None else _CELL_CLASS.get(level, "")
 
 
 def _html_row(row: list[Any], status: str | None, column: int) -> str:

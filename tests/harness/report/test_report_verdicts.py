@@ -145,3 +145,17 @@ def test_zoo_members_not_caught_in_a_dtype_say_so_with_the_detectable_tv():
     assert entry["caught"] and entry["reason"] == "not caught in bfloat16 (detectable TV 0.206; statistical check)"
     header, table, statuses = zoo_table(document(zoo=[entry]))
     assert statuses == ["weak"] and "not caught in bfloat16" in table[0][3]
+
+
+def test_cell_colour_follows_the_verdict_vocabulary():
+    """Every verdict word is coloured by its severity (the one vocabulary); answers yes/no/NOT CAUGHT by meaning."""
+    from specproof.harness.report.render import _cell_class
+    from specproof.proofs.engine.vocabulary import SEVERITY, Severity
+
+    expected = {Severity.OK: ' class="good"', Severity.FLAGGED: ' class="bad"', Severity.NOT_RUN: ' class="bad"',
+                Severity.WARNING: ""}
+    for word, level in SEVERITY.items():
+        assert _cell_class(word) == expected[level], word
+    assert _cell_class("REFUTED") == _cell_class("error") == _cell_class("no") == ' class="bad"'
+    assert _cell_class("BOUNDED") == _cell_class("underpowered") == _cell_class("pass (weak)") == ""
+    assert _cell_class("yes") == _cell_class("PROVED") == ' class="good"'
