@@ -1,4 +1,7 @@
-"""``assert_lossless``: the check as a pytest-friendly assertion (torch.testing-style message)."""
+"""``assert_lossless``: the check as a pytest-friendly assertion (torch.testing-style message).
+
+Layer: harness.check (2); imports .runner only.
+"""
 
 from __future__ import annotations
 

@@ -16,6 +16,9 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
 * ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
   number of accepted drafts (not on deliberately unnormalised inputs, whose emission law differs
   from the renormalised one for every correct rule).
+
+Exact probabilities come from the realisation's one rounded pair (``harness.exact.rounded``).
+Layer: harness.check (2); imports proofs, harness.exact and .scenarios.
 """
 
 from __future__ import annotations
@@ -145,12 +148,12 @@ def _lossless_family(real: Realisation) -> EventFamily:
 
 def _first_token_family(real: Realisation) -> EventFamily:
     vocab = real.vocab
-    p0 = real.exact_row("target", 0, 0)
+    p0 = real.rounded.exact_row("target", (0, 0))
     if vocab <= MAX_BUCKETS:
         bucket_of = np.arange(vocab)
         labels = [f"token {v}" for v in range(vocab)]
     else:
-        q0 = real.draft[0, 0].double().numpy()
+        q0 = real.rounded.row("draft", ()).double().numpy()
         p0f = np.array([float(x) for x in p0])
         order = np.argsort(p0f - q0, kind="stable")
         cumulative = np.cumsum(p0f[order])
@@ -182,7 +185,7 @@ def _first_token_family(real: Realisation) -> EventFamily:
 
 def _token_matrix(real: Realisation, events: list[set[tuple[int, ...]]]) -> np.ndarray:
     """``M[s, e] = P_target(a (K+1)-sequence in event e extends s | s)`` for every emitted ``s``."""
-    pair, k, vocab = real.toy_pair, real.k, real.vocab
+    pair, k, vocab = real.rounded.toy_pair, real.k, real.vocab
     seqs = _decode(vocab, k + 1)
     matrix = np.zeros((len(seqs), len(events)))
     for row, s in enumerate(seqs):
@@ -205,7 +208,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
     probabilities are then computed exactly on the realised tables."""
     ideal = real.scenario.ideal_pair()
     ideal_reference = target_law(ideal)
-    reference = target_law(real.toy_pair)
+    reference = target_law(real.rounded.toy_pair)
     events, names, tvs, expected, rules, positions = [], [], {}, [], {}, {}
     for rule in step_rules():
         # rules computed through logarithms (typical acceptance's entropy) compare exact logs by
@@ -245,7 +248,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
 
 def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
     vocab, k = real.vocab, real.k
-    law = round_law(real.toy_pair, rule)
+    law = round_law(real.rounded.toy_pair, rule)
     seqs = _decode(vocab, k + 1)
     lengths = sorted({len(s) for s in seqs})
     matrix = np.zeros((len(seqs), len(seqs) + len(lengths)))
@@ -265,7 +268,7 @@ def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
     # zero tolerance only where no lossless implementation can go (a token of target probability 0);
     # a cell the rule never produces but the target allows (a rejection where p == q, after rounding)
     # is drift, held to the dtype's tolerance like every other cell
-    target = real.toy_pair.target
+    target = real.rounded.toy_pair.target
     impossible = [not all(target[s[:i]][t] > 0 for i, t in enumerate(s)) for s in seqs] + [False] * len(lengths)
     return EventFamily(
         name=f"conforms to {rule.name}",

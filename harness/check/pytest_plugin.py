@@ -11,6 +11,8 @@ PASS must have; default 0.05).  Fixtures:
 
     def test_my_kernel(specproof_assert_lossless):
         specproof_assert_lossless(my_runtime.verify)
+
+Layer: harness.check (2); imports harness.check only (lazily).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ The default suite mixes context-free pairs (what runtimes test), prefix-dependen
 counterexamples: resampling from ``p``, top-k acceptance, the block-verification check vector),
 plus one large-vocabulary pair (V = 1,000, K = 4).  :func:`scenario_strategy` exposes random
 scenarios as a hypothesis strategy.
+
+Layer: harness.check (2); imports proofs and harness.exact (the exact law is ``harness.exact.rounded``).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from hypothesis import strategies as st
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
-from specproof.harness.exact.convert import dyadic_array
 from specproof.harness.exact.dtypes import TORCH_DTYPES
+from specproof.harness.exact.rounded import RoundedPair
 
 __all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "sequence_codes"]
 
@@ -177,10 +179,7 @@ class Realisation:
         torch_dtype = TORCH_DTYPES[dtype]
         self.target = torch.tensor(scenario.target).to(torch_dtype)
         self.draft = torch.tensor(scenario.draft).to(torch_dtype)
-        for name, table in (("target", self.target), ("draft", self.draft)):
-            if bool((table.double().sum(-1) == 0).any()):
-                raise SpecproofInputError(name, f"a row underflows to all zeros in {dtype}",
-                                          "use laws representable in the dtype")
+        self.rounded = RoundedPair.from_tables(self.target, self.draft)  # the exact law of what is verified
         self.target_device = self.target.to(device)
         self.draft_device = self.draft.to(device)
         # draft sampling: inverse CDF over the rounded rows, renormalised in float64
@@ -200,47 +199,29 @@ class Realisation:
     def classes(self) -> int:
         return self.scenario.classes
 
-    # -- exact laws --------------------------------------------------------------------------
+    # -- exact laws (all from the one rounded pair) -----------------------------------------
     @cached_property
     def target_class_transitions(self) -> list[list[list[Fraction]]]:
         """``T[i][c][c']``: exact probability that token ``i+1`` has class ``c'`` given the last
         prefix class ``c`` (rounded rows renormalised exactly)."""
-        out = []
-        for i in range(self.k + 1):
-            rows = []
-            for c in range(self.classes if i > 0 else 1):
-                nums, _, _ = dyadic_array(self.target[i, c].double().numpy(), "target")
-                total = int(nums.sum())
-                rows.append([Fraction(int(nums[cls::self.classes].sum()), total) for cls in range(self.classes)])
-            out.append(rows)
-        return out
+        return [[[sum(self.exact_row("target", i, c)[cls::self.classes], Fraction(0)) for cls in range(self.classes)]
+                 for c in range(self.classes if i > 0 else 1)] for i in range(self.k + 1)]
 
     def exact_row(self, table: str, position: int, cls: int) -> tuple[Fraction, ...]:
         """One rounded row as exact rationals, renormalised exactly."""
-        source = self.target if table == "target" else self.draft
-        nums, _, _ = dyadic_array(source[position, cls].double().numpy(), table)
-        total = int(nums.sum())
-        return tuple(Fraction(int(n), total) for n in nums.tolist())
+        return self.rounded.exact_row(table, (position, cls))
 
     @property
     def enumerable(self) -> bool:
-        return self.vocab ** (self.k + 1) <= MAX_SEQUENCES
+        return self.rounded.enumerable
 
-    @cached_property
+    @property
     def toy_pair(self) -> ToyPair:
         """The realised pair as an exact :class:`ToyPair` (small vocabularies only)."""
         if not self.enumerable:
             raise SpecproofInputError("scenario", f"V^(K+1) = {self.vocab ** (self.k + 1)} is too large "
                                       "to enumerate", f"use V^(K+1) <= {MAX_SEQUENCES}")
-        rows_t = {(i, c): self.exact_row("target", i, c) for i in range(self.k + 1)
-                  for c in range(self.classes if i > 0 else 1)}
-        rows_d = {(i, c): self.exact_row("draft", i, c) for i in range(self.k)
-                  for c in range(self.classes if i > 0 else 1)}
-
-        def key(prefix: tuple[int, ...]) -> tuple[int, int]:
-            return len(prefix), (prefix[-1] % self.classes) if prefix else 0
-
-        return ToyPair.from_functions(self.vocab, self.k, lambda s: rows_t[key(s)], lambda s: rows_d[key(s)])
+        return self.rounded.toy_pair
 
     # -- batches -----------------------------------------------------------------------------
     def sample_drafts(self, n: int, generator: torch.Generator) -> torch.Tensor:

@@ -34,6 +34,8 @@ by ``log q``, say) is drift, measured by the TV; otherwise
 ``exact`` (TV 0), ``within-grid-tolerance`` (TV at most ``min(1, (K+1)(delta + V delta/2 + (V+3) u))``,
 :func:`grid_round_tolerance`, which is :func:`~specproof.harness.exact.tolerances.round_tolerance` with the
 grid's own ``delta``) or ``algorithmic-bias``.
+
+Layer: harness.drift (3); imports proofs, harness.exact, harness.files and harness.check.scenarios.
 """
 
 from __future__ import annotations
@@ -53,9 +55,9 @@ from specproof.proofs.engine.vocabulary import GridVerdict
 from specproof.proofs.laws.step_rules import get_step_rule
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, SequenceLaw, ToyPair, law_tv, round_law
 
-from specproof.harness.exact.convert import round_to_dtype, to_exact
 from specproof.harness.exact.dtypes import DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string
+from specproof.harness.exact.rounded import RoundedPair
 from specproof.harness.files.kinds import GRID_DRIFT
 from specproof.harness.check.scenarios import Realisation
 from specproof.harness.exact.dtypes import TORCH_DTYPES
@@ -158,62 +160,26 @@ class GridDrift:
         }).to_json()
 
 
-# -- the rounded pair ----------------------------------------------------------------------------------
+# -- the rounded pair (harness.exact.rounded) -----------------------------------------------------
 
-@dataclass(frozen=True)
-class _RoundedPair:
-    """Rounded rows per prefix (what the implementation receives) and their exact renormalised pair."""
-
-    dtype: str
-    target: dict[tuple[int, ...], torch.Tensor]
-    draft: dict[tuple[int, ...], torch.Tensor]
-    exact: ToyPair
-
-
-def _exact_row(row: torch.Tensor) -> tuple[Fraction, ...]:
-    values = to_exact(row)
-    total = sum(values, Fraction(0))
-    return tuple(v / total for v in values)
-
-
-def _rounded_pair(source: Any, dtype: Any) -> _RoundedPair:
+def _rounded_pair(source: Any, dtype: Any) -> RoundedPair:
     if isinstance(source, Realisation):
         if dtype is not None and dtype_name(dtype) != source.dtype:
             raise SpecproofInputError("dtype", f"{dtype_name(dtype)} differs from the realisation's "
                                       f"{source.dtype}", "omit dtype or realise the scenario in it")
-        name, vocab, k, classes = source.dtype, source.vocab, source.k, source.classes
-
-        def row(table: torch.Tensor, prefix: tuple[int, ...]) -> torch.Tensor:
-            return table[len(prefix), prefix[-1] % classes if prefix else 0]
-
-        tables = (source.target, source.draft)
+        pair = source.rounded
     elif isinstance(source, ToyPair):
         if dtype is None:
             raise SpecproofInputError("dtype", "is required with a ToyPair", "pass dtype='float32' etc.")
-        name, vocab, k = dtype_name(dtype), source.vocab, source.k
-        tables = (source.target, source.draft)
-
-        def row(table: Any, prefix: tuple[int, ...]) -> torch.Tensor:
-            return round_to_dtype(list(table[prefix]), name, "source")
+        pair = None
     else:
         raise SpecproofInputError("source", f"unsupported {type(source).__name__}",
                                   "pass a ToyPair or a Scenario realisation (Scenario.realise(dtype))")
+    vocab, k = source.vocab, source.k
     if vocab ** (k + 1) > MAX_SEQUENCES:
         raise SpecproofInputError("source", f"V^(K+1) = {vocab ** (k + 1)} exceeds {MAX_SEQUENCES}",
                                   f"use V^(K+1) <= {MAX_SEQUENCES} (V 2-6, K 1-3 are fast)")
-    target, draft = {}, {}
-    for length in range(k + 1):
-        for prefix in itertools.product(range(vocab), repeat=length):
-            target[prefix] = row(tables[0], prefix)
-            if length < k:
-                draft[prefix] = row(tables[1], prefix)
-    for table, rows in (("target", target), ("draft", draft)):
-        if any(not bool((r > 0).any()) for r in rows.values()):
-            raise SpecproofInputError("source", f"a {table} row underflows to all zeros in {name}",
-                                      "use laws representable in the dtype")
-    exact = ToyPair(vocab, k, {s: _exact_row(r) for s, r in target.items()},
-                    {s: _exact_row(r) for s, r in draft.items()})
-    return _RoundedPair(name, target, draft, exact)
+    return pair if pair is not None else RoundedPair.from_toy_pair(source, dtype)
 
 
 # -- the black box ----------------------------------------------------------------------------------
@@ -221,13 +187,14 @@ def _rounded_pair(source: Any, dtype: Any) -> _RoundedPair:
 class _BlackBox:
     """Calls ``fn`` on rows ``(draft sequence, grid indices [K+1])``; counts calls and rows."""
 
-    def __init__(self, fn: Callable, pair: _RoundedPair, drafts: list[tuple[int, ...]], grid: UniformGrid,
+    def __init__(self, fn: Callable, pair: RoundedPair, drafts: list[tuple[int, ...]], grid: UniformGrid,
                  device: torch.device):
-        k = pair.exact.k
-        self.fn, self.grid, self.device, self.k, self.vocab = fn, grid, device, k, pair.exact.vocab
+        k = pair.k
+        self.fn, self.grid, self.device, self.k, self.vocab = fn, grid, device, k, pair.vocab
         self.dtype = TORCH_DTYPES[pair.dtype]
-        self.draft_probs = torch.stack([torch.stack([pair.draft[x[:i]] for i in range(k)]) for x in drafts]).to(device)
-        self.target_probs = torch.stack([torch.stack([pair.target[x[:i]] for i in range(k + 1)])
+        self.draft_probs = torch.stack([torch.stack([pair.row("draft", x[:i]) for i in range(k)])
+                                        for x in drafts]).to(device)
+        self.target_probs = torch.stack([torch.stack([pair.row("target", x[:i]) for i in range(k + 1)])
                                          for x in drafts]).to(device)
         self.ids = torch.tensor(drafts, dtype=torch.int64, device=device).reshape(len(drafts), k)
         self.calls = 0
@@ -315,8 +282,8 @@ def measure_grid(fn: Any, source: Any, *, dtype: Any = None, rule: str | None = 
         dev = torch.device(device)
     except (RuntimeError, TypeError):
         raise SpecproofInputError("device", f"{device!r} is not a torch device", "use 'cpu' or 'cuda'") from None
-    ideal = ideal_round_law(pair.exact, rule)
-    exact, k, vocab = pair.exact, pair.exact.k, pair.exact.vocab
+    exact, k, vocab = pair.toy_pair, pair.k, pair.vocab
+    ideal = ideal_round_law(exact, rule)
     drafts, weights = [], []
     for x in itertools.product(range(vocab), repeat=k):
         qx = Fraction(1)

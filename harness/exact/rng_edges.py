@@ -23,6 +23,8 @@ seeded draws).  Two draw kinds:
   win: torch's own defect, measured by :mod:`specproof.impls.sampler_probe`).
 
 CUDA generators (Philox, different grids) are not modelled: :func:`edge_values` refuses them.
+
+Layer: harness.exact (1); imports proofs and harness.exact only (never check/ or drift/).
 """
 
 from __future__ import annotations
