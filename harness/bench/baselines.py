@@ -28,6 +28,8 @@ probability 0 gives ``X^2 = inf``.
 
 The float32 target is renormalised in float64 for the expectations, so rounding of the inputs is
 not counted against a verifier (its size, about ``1e-7``, is far below either test's resolution).
+
+Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ are then analysed on the exact RNG grid (:func:`~specproof.harness.drift.grid.me
 over the default suite's enumerable scenarios; the first verdict other than exact/within tolerance is
 reported.  False alarms: the same schedules are run on the exact float32 implementation
 (``canonical-ratio-race``); any flag there is counted per method.
+
+Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """``bench.md``: the benchmark's figures as one Markdown section (``## Benchmarks``, subsections ``###``),
-rendered from the ``bench.json`` document alone, so a report can embed it or re-render it."""
+rendered from the ``bench.json`` document alone, so a report can embed it or re-render it.
+
+Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
+"""
 
 from __future__ import annotations
 
 from statistics import median
 from typing import Any
 
-from specproof.harness.report.analysis import fmt as _num
+from specproof.harness.files.number_text import fmt as _num
 
 __all__ = ["render_markdown"]
 

@@ -7,6 +7,8 @@ so an interrupted run never leaves half a file.  A new file gets the ordinary mo
 umask), a replaced file keeps its mode, and a symbolic link is written through (the link stays).
 Commands call :func:`check_output_path` on every output argument before their run, so a bad path is
 refused before any work.
+
+Layer: files (beside exact). May import proofs.errors only.
 """
 
 from __future__ import annotations

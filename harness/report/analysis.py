@@ -20,13 +20,15 @@ or grid row within its derived tolerance, a PROVED proof; ``fail`` (red) for eve
 members included, grid ``impossible-mass`` too); ``weak`` for an unflagged row that could not see much
 (UNDERPOWERED, a vacuous tolerance, a BOUNDED proof); ``missed`` for a known-bad member not caught;
 ``defect`` for an exact implementation under a known defect outside its code (torch's float16 sampler).
+
+Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
-from specproof.harness.files.json_numbers import number_word, read_number
+from specproof.harness.files.json_numbers import read_number
+from specproof.harness.files.number_text import fmt
 from specproof.harness.report.rows import Row, rows_of
 
 __all__ = ["DTYPE_ORDER", "fmt", "proof_table", "drift_tables", "half_type_split", "zoo_table",
@@ -39,30 +41,6 @@ STATUSES = ("pass", "weak", "missed", "defect", "fail")
 DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
 HALF_TYPES = ("float16", "bfloat16")
 METHOD_OF_KIND = {"whitebox": "white-box", "grid": "grid", "statistical": "statistical"}
-
-
-def fmt(x: Any, digits: int = 3) -> str:
-    """A short human form of a number (``-`` for missing)."""
-    if x is None or x == "":
-        return "-"
-    if isinstance(x, str):
-        return x
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        if abs(x) < 10**15:
-            return f"{x:,}"
-        exponent = int(math.log10(abs(x)))  # exact enough for 3 digits; beyond float range too
-        return f"{x / 10**exponent:.{digits}f}e+{exponent}"
-    if not math.isfinite(x):
-        return str(number_word(x))
-    if x == 0:
-        return "0"
-    if abs(x) >= 1e15:  # a 305-digit integer says nothing a mantissa and exponent do not
-        return f"{x:.{digits}e}"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
 
 
 def _underpowered(row: Row) -> bool:

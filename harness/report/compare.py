@@ -20,6 +20,8 @@ Anything correct float code may produce (a different summation order on another 
 libm) stays within the bound, and anything within the detectable TV is sampling noise, so neither is
 ever marked.  Informational figures (ULP counts, KL, counterexample TVs) have no threshold and are
 never marked.
+
+Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Both are rendered from the same list of blocks (headings, paragraphs, tables, fi
 same thing; the HTML embeds the figures as base64 PNG and has no external reference (no script, no
 font, no stylesheet link), so it opens offline.  The Markdown names the figures and their one-sentence
 explanations and points to the HTML for the images.
+
+Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ Budgets (:class:`ReportConfig`; ``--quick`` halves everything that scales):
   adapters in ``adapter_dtypes`` only (a per-row Python loop: about a minute per dtype).
 
 Publication is atomic (:mod:`.report_publish`): the previous report or the new one, never a mix.
+
+Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations
