@@ -13,8 +13,9 @@ migrations, ``from_version -> document at from_version + 1``, registered with
 document written by any earlier specproof to the current schema, one step at a time, and refuses a
 newer one or another kind (usage errors, exit 2).  Kinds listed in ``FileKind.legacy_names`` were
 written under another name, or (``None``) without ``kind`` at all; they load as this kind.
-Writing (:func:`write_envelope`, or :func:`write_document` for a document already built) spells non-finite floats as words (:mod:`.json_numbers`) and writes
-atomically (:func:`~specproof.harness.files.provenance.write_json`).
+Writing (:func:`write_envelope`, or :func:`write_document` for a document already built) spells
+non-finite floats as words (:mod:`.json_numbers`) and writes atomically
+(:func:`~specproof.harness.files.provenance.write_json`).
 """
 
 from __future__ import annotations

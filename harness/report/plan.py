@@ -234,7 +234,8 @@ def whitebox_row(record: Any, dtype: str, pair: WhiteboxInput, device: str) -> d
         "tv_bound": tv_bound, "tolerance_vacuous": bool(tv_bound >= 1), "form": result.model.form,
         "failing_fields": result.failing_fields(), "residual_vanished": law.residual_vanished,
         "fields": {name: {"max_abs_error": float(f.max_abs_error), "max_rel_error": number_word(f.max_rel_error),
-                          "max_ulp_error": number_word(f.max_ulp_error), "bound_at_worst": number_word(f.bound_at_worst),
+                          "max_ulp_error": number_word(f.max_ulp_error),
+                          "bound_at_worst": number_word(f.bound_at_worst),
                           "zero_mismatches": f.zero_mismatches,
                           "max_ulp_error_same_support": number_word(f.max_ulp_error_same_support),
                           "violations": f.violations, "within_tolerance": f.within_tolerance}
