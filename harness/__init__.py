@@ -1,5 +1,6 @@
 """specproof.harness: exact references, drift measurement, statistical checks, CLI.
 
+Layer: the harness's front door; re-exports names from exact, check and drift (and proofs' sequence laws).
 Public names load their submodule on first use (:mod:`specproof.proofs.lazy_exports`), so the command
 line starts without torch, sympy or z3 unless the command needs them.
 """
