@@ -34,7 +34,7 @@ import torch
 from specproof.proofs.laws.step_rules import StepRule, get_step_rule, step_rules
 from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, target_law
 
-from specproof.harness.exact.reference import _takes_logs
+from specproof.harness.exact.reference import takes_logs
 from specproof.harness.check.scenarios import Realisation, sequence_codes
 
 __all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference"]
@@ -214,7 +214,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
         # rules computed through logarithms (typical acceptance's entropy) compare exact logs by
         # raising rationals to powers as large as their common denominator: infeasible on realistic
         # tables, so the bug-class family leaves them to the proofs' own counterexample search
-        if rule.claim != "not-exact" or _takes_logs(rule):
+        if rule.claim != "not-exact" or takes_logs(rule):
             continue
         bad = continued_law(ideal, rule)
         excess = {s for s, w in bad.items() if w > ideal_reference.get(s, Fraction(0))}

@@ -27,6 +27,7 @@ from specproof.harness.exact.dtypes import DTYPES, DtypeInfo, dtype_info, dtype_
 
 __all__ = [
     "DTYPES",
+    "array_values",
     "DtypeInfo",
     "dtype_info",
     "dtype_name",
@@ -84,7 +85,7 @@ def _scalar_to_fraction(x: Any, argument: str) -> Fraction:
                               "pass ints, Fractions, sympy Rationals, floats, numpy arrays or torch tensors")
 
 
-def _array_values(x: Any, argument: str) -> tuple[np.ndarray, str]:
+def array_values(x: Any, argument: str) -> tuple[np.ndarray, str]:
     """A numpy array / tensor as exact numpy data and its source dtype name: floats widened exactly to
     float64 (any float format fits), integers as an object array of Python ints ('exact': an int64
     above 2^53 has no float64 form).  Complex, bool and other dtypes are refused."""
@@ -119,7 +120,7 @@ def to_exact(x: Any, argument: str = "value") -> Any:
     :class:`SpecproofInputError` (naming ``argument``) on NaN, infinities, complex and unsupported types.
     """
     if _is_tensor(x) or isinstance(x, np.ndarray):
-        arr, name = _array_values(x, argument)
+        arr, name = array_values(x, argument)
         if name != "exact" and not np.all(np.isfinite(arr)):
             raise SpecproofInputError(argument, "contains NaN or infinity", "pass finite values only")
         return _nested(arr.tolist(), argument)
@@ -140,7 +141,7 @@ def dyadic_array(x: Any, argument: str = "value") -> tuple[np.ndarray, int, str]
     ``nums`` is a numpy object array of Python ints (arbitrary size) sharing one power of two, the
     smallest one the data needs.  Integer arrays come back with exponent 0.
     """
-    arr, name = _array_values(x, argument)
+    arr, name = array_values(x, argument)
     if arr.ndim != 1:
         raise SpecproofInputError(argument, f"expected a 1-D vector, got shape {arr.shape}",
                                   "pass one law over the vocabulary")

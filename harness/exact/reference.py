@@ -28,11 +28,11 @@ from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import CANONICAL, StepRule, get_step_rule, step_law
 
-from specproof.harness.exact.convert import dyadic_array, is_exact_input, to_exact
+from specproof.harness.exact.convert import array_values, dyadic_array, is_exact_input, to_exact
 from specproof.harness.exact.dtypes import DTYPES, dtype_info
 from specproof.proofs.arith.fast import DVec, FastExactArith, QVec
 
-__all__ = ["ExactVector", "ExactReference", "Normalisation", "exact_reference", "sum_bound"]
+__all__ = ["ExactVector", "ExactReference", "Normalisation", "exact_reference", "sum_bound", "takes_logs"]
 
 FAST_PATH_MIN_VOCAB = 512
 
@@ -198,7 +198,7 @@ class ExactReference:
         }
 
 
-def _takes_logs(rule: StepRule) -> bool:
+def takes_logs(rule: StepRule) -> bool:
     """True when the rule takes logarithms of the data (probed once on a two-token law)."""
     class Probe(ExactArith):
         used = False
@@ -249,9 +249,7 @@ def _as_vector(x: Any, argument: str, fast: bool) -> tuple[Any, str]:
             return DVec(nums * (1 << exponent), 1), dtype
         return DVec(nums, 1 << -exponent), dtype
     if kind == "array":
-        from specproof.harness.exact.convert import _array_values  # local: the private helper shares the dtype logic
-
-        _, dtype = _array_values(x, argument)
+        _, dtype = array_values(x, argument)
         values = to_exact(x, argument)
     else:
         values = to_exact(list(x), argument)
@@ -320,7 +318,7 @@ def exact_reference(p: Any, q: Any, *, rule: str | StepRule = CANONICAL, weights
         fast = sizes[0] >= FAST_PATH_MIN_VOCAB or any(_input_kind(x, n) == "array" for n, x in (("p", p), ("q", q)))
     else:
         fast = method == "fast"
-    if fast and method == "auto" and _takes_logs(rule):
+    if fast and method == "auto" and takes_logs(rule):
         fast = False  # logs of the data (typical acceptance) have no vectorised exact form
     ar = FastExactArith() if fast else ExactArith()
     p_vec, p_dtype = _as_vector(p, "p", fast)
