@@ -17,7 +17,6 @@ Layer: harness.exact (1); imports proofs and harness.exact only.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator, Sequence
@@ -25,6 +24,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from specproof.proofs.arith.exact import ExactArith
+from specproof.proofs.engine.results import fraction_string  # one definition; re-exported here
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import CANONICAL, StepRule, get_step_rule, step_law
 
@@ -95,23 +95,6 @@ class ExactVector(Sequence[Fraction]):
             ar = FastExactArith()
             return bool(np.all(ar.eq(a, b)))
         return all(x == y for x, y in zip(self, other))
-
-
-def fraction_string(x: Fraction) -> str:
-    """``"num/den"``; integers beyond Python's 4,300-digit string limit (a certified softmax of logits
-    spread by thousands) are converted with the limit lifted for this call: their size is bounded by
-    the caller (:data:`~specproof.harness.exact.softmax.MAX_LOGIT_SPREAD`)."""
-    num, den = x.numerator, x.denominator
-    if max(abs(num), den).bit_length() < 14000:  # < 4,215 decimal digits
-        return f"{num}/{den}"
-    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
-    if limit:
-        sys.set_int_max_str_digits(0)
-    try:
-        return f"{num}/{den}"
-    finally:
-        if limit:
-            sys.set_int_max_str_digits(limit)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ Layer: harness.report (4). May import harness.drift, check, exact, files, impls 
 from __future__ import annotations
 
 from typing import Any, Mapping
+from specproof.harness.exact.dtypes import DTYPE_NAMES, HALF_DTYPES
 from specproof.harness.files.json_numbers import read_number
 from specproof.harness.files.number_text import fmt
 from specproof.harness.report.rows import Row, rows_of
@@ -38,8 +39,8 @@ __all__ = ["DTYPE_ORDER", "fmt", "proof_table", "drift_tables", "half_type_split
 # statuses from best to worst; a table line takes its rows' worst
 STATUSES = ("pass", "weak", "missed", "defect", "fail")
 
-DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
-HALF_TYPES = ("float16", "bfloat16")
+DTYPE_ORDER = DTYPE_NAMES
+HALF_TYPES = HALF_DTYPES
 METHOD_OF_KIND = {"whitebox": "white-box", "grid": "grid", "statistical": "statistical"}
 
 

@@ -120,10 +120,10 @@ def whitebox_inputs(vocabs: tuple[int, ...], closeness: tuple[float, ...], sweep
 
 
 def grid_scenarios(limit: int | None = None) -> list[Any]:
-    """Small scenarios of the default suite for the exact grid law (``V^(K+1) <= 4096``), without the
+    """Small scenarios of the default suite for the exact grid law (``V^(K+1) <= MAX_SEQUENCES``), without the
     unnormalised one: the grid verdict compares with the law of the renormalised rows, which a
     verifier fed an unnormalised target does not claim to produce (the white-box bounds cover that)."""
-    from specproof.harness.drift.grid import MAX_SEQUENCES
+    from specproof.proofs.laws.sequences import MAX_SEQUENCES
     from specproof.harness.check.scenarios import default_suite
 
     chosen = [s for s in default_suite(large_vocab=0)

@@ -35,6 +35,7 @@ from typing import Any
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.exact.convert import dtype_name
+from specproof.harness.exact.dtypes import DTYPE_NAMES
 from specproof.harness.files.provenance import provenance
 from specproof.harness.report.analysis import summarise
 from specproof.harness.report.publish import OUTPUT_FILES, check_out_dir, write_report
@@ -48,7 +49,7 @@ __all__ = ["ReportConfig", "run_report", "write_report", "check_out_dir", "check
 
 RENDER_DEPENDENCIES = ("matplotlib",)  # what rendering imports beyond the core install (the [report] extra)
 INSTALL_REPORT_EXTRA = "pip install -e '.[report]' in a clone, or pip install 'specproof[report]'"
-ALL_DTYPES = ("float16", "bfloat16", "float32", "float64")
+ALL_DTYPES = DTYPE_NAMES
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import platform
+import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
@@ -86,8 +87,21 @@ def solver_versions(rlimit: int = DEFAULT_RLIMIT) -> dict[str, Any]:
 
 
 def fraction_string(x: Fraction | int) -> str:
+    """``"num/den"``; integers beyond Python's 4,300-digit string limit (a certified softmax of logits
+    spread by thousands) are converted with the limit lifted for this call: their size is bounded by
+    the caller (:data:`~specproof.harness.exact.softmax.MAX_LOGIT_SPREAD`)."""
     x = Fraction(x)
-    return f"{x.numerator}/{x.denominator}"
+    num, den = x.numerator, x.denominator
+    if max(abs(num), den).bit_length() < 14000:  # < 4,215 decimal digits
+        return f"{num}/{den}"
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # 0: no limit on this Python
+    if limit:
+        sys.set_int_max_str_digits(0)
+    try:
+        return f"{num}/{den}"
+    finally:
+        if limit:
+            sys.set_int_max_str_digits(limit)
 
 
 def exact_json(value: Any) -> Any:
