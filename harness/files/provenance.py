@@ -20,6 +20,7 @@ import platform
 import secrets
 import stat
 import subprocess
+import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,17 @@ def provenance(*, device: str = "cpu", dtypes: list[str] | None = None, seeds: l
 
 
 def _writable_dir(folder: Path) -> bool:
-    return os.access(folder, os.W_OK | os.X_OK)
+    """Permission bits say yes *and* a file can really be created there (``/proc``, a read-only mount:
+    root passes ``os.access`` but the write fails); the probe file is removed at once."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".specproof-probe.", dir=folder)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(probe)
+    return True
 
 
 def check_output_path(path: str | os.PathLike[str] | None, argument: str, *, folder: bool = False) -> None:

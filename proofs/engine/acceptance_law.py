@@ -4,7 +4,7 @@
   (z3 on a generic coordinate, so a test that sums over the vocabulary sees an arbitrary sum):
   ``u < A => test`` and ``u > A => not test``.  Then ``{u : test}`` is ``[0, A)`` up to the point
   ``A`` and ``P(test) = clamp(A, 0, 1)``, which is ``A`` once well-formedness ``0 <= A <= 1`` holds.
-* :func:`test_probability` - the exact ``P(test)`` at rational ``p(x), q(x)``: the test evaluated in
+* :func:`test_probability` - the exact ``P(test)`` per token at rational laws ``p, q``: the test evaluated in
   sympy with ``u`` a symbol is a boolean combination of relations in ``u``; its solution set within
   ``[0, 1)`` is a finite union of intervals whose Lebesgue measure sympy computes exactly (None when
   that measure is not rational).
@@ -61,11 +61,9 @@ def _as_boolean(e: Any) -> Any:
     return e
 
 
-def test_probability(test: Callable[..., Any], p: Fraction, q: Fraction) -> Fraction:
-    """Exact ``P_u(test(u, p, q))`` for ``u ~ U[0, 1)`` (raises :class:`TestLawUnavailable`)."""
-    ar = SympyArith()
-    u = sympy.Symbol("u", real=True)
-    cond = _as_boolean(test(ar, u, ar.const(p), ar.const(q)))
+def _measure(cond: Any, where: str) -> Fraction:
+    """``P_u(cond)`` for ``u ~ U[0, 1)``, exactly (raises :class:`TestLawUnavailable`)."""
+    cond = _as_boolean(cond)
     unit = sympy.Interval.Ropen(0, 1)
     try:
         if cond is sympy.true or cond is sympy.false:
@@ -73,10 +71,27 @@ def test_probability(test: Callable[..., Any], p: Fraction, q: Fraction) -> Frac
         else:
             measure = sympy.sympify(sympy.Intersection(cond.as_set(), unit).measure)
     except Exception as err:  # sympy cannot solve this form
-        raise TestLawUnavailable(f"sympy cannot solve the test at p={p}, q={q}: {err}") from None
+        raise TestLawUnavailable(f"sympy cannot solve the test at {where}: {err}") from None
     if not isinstance(measure, sympy.Rational):
-        raise TestLawUnavailable(f"P(test) at p={p}, q={q} is {measure}, not rational")
+        raise TestLawUnavailable(f"P(test) at {where} is {measure}, not rational")
     return Fraction(int(measure.p), int(measure.q))
+
+
+def test_probability(test: Callable[..., Any], p: tuple[Fraction, ...],
+                     q: tuple[Fraction, ...]) -> tuple[Fraction, ...]:
+    """Exact ``P_u(test(u, p, q)(x))`` for every token ``x`` with ``q(x) > 0`` (0 elsewhere), ``u ~ U[0, 1)``.
+
+    The test sees the whole laws (tuples), so a vocabulary sum or rank inside it means what it means at
+    run time; a per-token evaluation would read ``total(v)`` as ``v(x)``."""
+    ar = SympyArith()
+    u = sympy.Symbol("u", real=True)
+    conds = test(ar, u, tuple(ar.const(x) for x in p), tuple(ar.const(x) for x in q))
+    if not isinstance(conds, tuple):
+        conds = (conds,) * len(p)
+    if len(conds) != len(p):
+        raise TestLawUnavailable(f"the test returned {len(conds)} conditions for {len(p)} tokens")
+    return tuple(_measure(c, f"p={tuple(map(str, p))}, q={tuple(map(str, q))}, token {x}") if qx > 0
+                 else Fraction(0) for x, (c, qx) in enumerate(zip(conds, q)))
 
 
 def running_rule(rule: StepRule) -> StepRule:
@@ -88,7 +103,7 @@ def running_rule(rule: StepRule) -> StepRule:
     def acceptance(ar: Arith, p: Any, q: Any) -> Any:
         if not isinstance(ar, ExactArith) or not isinstance(p, tuple) or not isinstance(q, tuple):
             raise TypeError("the exact law of an acceptance test is computed at rational points only")
-        return tuple(test_probability(test, px, qx) if qx > 0 else Fraction(0) for px, qx in zip(p, q))
+        return test_probability(test, p, q)
 
     return dataclasses.replace(rule, name=f"{rule.name} (as run: P(test) for A)", acceptance=acceptance,
                                acceptance_test=None)

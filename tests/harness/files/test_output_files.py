@@ -139,3 +139,22 @@ def test_bench_reference_refuses_a_bad_out_before_measuring(tmp_path, capsys, mo
     assert main(["bench-reference", "--vocab", "4", "--out", str(tmp_path / "nowhere" / "r.json")]) == 2
     assert "--out: the folder" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_refuses_new_files_is_refused_before_the_run(tmp_path, monkeypatch):
+    """Root passes os.access on /proc or a read-only mount, but creating a file there fails: the
+    probe file catches it, so the command exits 2 before the run instead of a traceback after it."""
+    import tempfile
+
+    from specproof.harness.files import provenance
+    from specproof.proofs.errors import SpecproofInputError
+
+    def refuse(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(SpecproofInputError, match="not writable"):
+        provenance.check_output_path(tmp_path / "out.json", "--json")
+    monkeypatch.undo()
+    provenance.check_output_path(tmp_path / "out.json", "--json")  # a real folder passes
+    assert list(tmp_path.iterdir()) == []  # the probe left nothing
