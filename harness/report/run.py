@@ -294,14 +294,19 @@ def _stop_workers(pool: Any) -> None:
     if terminate is not None:
         terminate()
         return
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(timeout=10)
-        if process.is_alive():
-            process.kill()  # SIGTERM ignored or blocked (inherited): SIGKILL cannot be
-            process.join()
+    stopped: set[int] = set()
+    for _ in range(3):  # a worker the pool was still spawning shows up after the first pass
+        processes = [p for p in list((getattr(pool, "_processes", None) or {}).values()) if id(p) not in stopped]
+        if not processes:
+            return
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()  # SIGTERM ignored or blocked (inherited): SIGKILL cannot be
+                process.join()
+            stopped.add(id(process))
 
 
 def _registry_records(records: list[Any]) -> bool:

@@ -394,14 +394,14 @@ def test_stopping_the_pool_terminates_running_workers_at_once():
     pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
     try:
         futures = [pool.submit(time.sleep, 600) for _ in range(2)]
-        while not all(f.running() for f in futures):
+        # running() turns true when a call is queued, before its worker exists: wait for both workers
+        deadline = time.monotonic() + 120
+        while not (len(pool._processes) == 2 and all(p.is_alive() for p in pool._processes.values())):
+            assert time.monotonic() < deadline, "the pool never started its two workers"
             time.sleep(0.05)
-        report_module._stop_workers(pool)
         processes = list(pool._processes.values())
-        assert processes
-        for process in processes:  # the tasks sleep 600 s; stopped workers end long before
-            process.join(timeout=60)
-        assert not any(p.is_alive() for p in processes)
+        report_module._stop_workers(pool)
+        assert not any(p.is_alive() for p in processes)  # the tasks sleep 600 s
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
