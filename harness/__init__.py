@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
                     "exact.reference"),
     **dict.fromkeys(("Scenario", "default_suite", "scenario_strategy"), "check.scenarios"),
     **dict.fromkeys(("SoftmaxReference", "exact_softmax"), "exact.softmax"),
+    **dict.fromkeys(("Sampling", "apply_sampling"), "exact.sampling"),
     **dict.fromkeys(("critical_value", "detectable_shift", "samples_for_shift"), "check.statistics"),
     **dict.fromkeys(("round_tolerance", "step_tolerance"), "exact.tolerances"),
 }

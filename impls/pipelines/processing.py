@@ -1,0 +1,36 @@
+"""Sampling processors of a pipeline, built from a ``sampling`` record (``temperature``, ``top_k``,
+``top_p``, ``min_p``; ``None`` when off), in the order temperature, top-k, top-p, min-p.
+
+The harness's published definition (``specproof.harness.apply_sampling``) is this pipeline; the exact
+reference computes the same masks on exact rationals.
+
+Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from specproof.impls.processors import MinP, Processors, Temperature, TopK, TopP
+
+__all__ = ["sampling_processors", "processed_probs"]
+
+
+def sampling_processors(sampling: Any, *, skip: tuple[str, ...] = ()) -> Processors:
+    """The processors of ``sampling``; ``skip`` leaves out some of ``"top_k"``, ``"top_p"``, ``"min_p"``
+    (for the mutants that apply a processor on one side only)."""
+    steps: list = [Temperature(float(sampling.temperature))]
+    if sampling.top_k is not None and "top_k" not in skip:
+        steps.append(TopK(int(sampling.top_k)))
+    if sampling.top_p is not None and "top_p" not in skip:
+        steps.append(TopP(float(sampling.top_p)))
+    if sampling.min_p is not None and "min_p" not in skip:
+        steps.append(MinP(float(sampling.min_p)))
+    return Processors(steps)
+
+
+def processed_probs(logits: torch.Tensor, sampling: Any, *, skip: tuple[str, ...] = ()) -> torch.Tensor:
+    """``softmax`` of the processed logits, in the logits' dtype."""
+    return sampling_processors(sampling, skip=skip).probs(logits)
