@@ -66,26 +66,21 @@ def validate_tree_output(emitted: Any, batch: int, depth: int, vocab: int, scena
 
 
 def off_tree_rows(emitted: torch.Tensor, parents: Sequence[int], node_tokens: torch.Tensor) -> np.ndarray:
-    """Boolean ``[B]``: rows whose tokens before the last do not follow a root-to-node path of the
-    row's tree (``node_tokens [B, N]``, CPU).  Duplicate sibling tokens are allowed: a row is on the
-    tree when *some* node path spells its prefix."""
+    """``[B]`` int: 0 for rows whose tokens before the last follow a root-to-node path of the row's
+    tree (``node_tokens [B, N]``, CPU), else the 1-based position of the first token that leaves it.
+    Duplicate sibling tokens are allowed: a row is on the tree when *some* node path spells its prefix."""
     n, width = emitted.shape
-    n_nodes = len(parents)
     parent_t = torch.as_tensor(list(parents), dtype=torch.int64)
+    depths = tree_depths(parents)
     lengths = (emitted >= 0).sum(dim=1)
-    # reach[b, j]: node j ends a path spelling the first d tokens of row b (d = depth of j)
-    depths = torch.as_tensor(tree_depths(parents), dtype=torch.int64) if n_nodes else torch.zeros(0, dtype=torch.int64)
-    reach = torch.zeros((n, n_nodes), dtype=torch.bool)
-    for j in range(n_nodes):
-        d = int(depths[j])
+    # reach[:, j]: node j ends a path spelling the row's first depth(j) tokens
+    reach = torch.zeros((n, len(parents)), dtype=torch.bool)
+    spelled = torch.zeros(n, dtype=torch.int64)  # longest prefix a path spells
+    for j, d in enumerate(depths):
         if d > width - 1:
             continue
-        spelled = node_tokens[:, j] == emitted[:, d - 1]
         above = torch.ones(n, dtype=torch.bool) if parent_t[j] < 0 else reach[:, int(parent_t[j])]
-        reach[:, j] = spelled & above
-    ok = lengths == 1
-    for d in range(1, width):
-        at_depth = depths == d
-        ends = reach[:, at_depth].any(dim=1) if bool(at_depth.any()) else torch.zeros(n, dtype=torch.bool)
-        ok = ok | ((lengths == d + 1) & ends)
-    return (~ok).numpy()
+        reach[:, j] = above & (node_tokens[:, j] == emitted[:, d - 1])
+        spelled = torch.where(reach[:, j], torch.clamp(spelled, min=d), spelled)
+    needed = lengths - 1  # tokens before the last
+    return torch.where(spelled >= needed, 0, spelled + 1).numpy()

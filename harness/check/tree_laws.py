@@ -1,0 +1,232 @@
+"""Exact laws of one tree verification round (ints and Fractions only).
+
+A tree of ``N`` nodes (``parents``, :mod:`.tree_contract`) over a :class:`ToyPair` with ``k = D``
+(the depth): node ``i`` at depth ``d`` holds a token drawn from its *sibling row*, a law over the
+vocabulary that depends on the path to its parent ``s`` and on its earlier siblings (scheme):
+
+* ``iid``      - ``q(. | s)`` for every sibling (with replacement, SpecInfer);
+* ``distinct`` - ``q(. | s)`` with the earlier siblings' tokens zeroed, renormalised (without
+  replacement); a row with no mass left is refused (scenarios give the draft full support);
+* ``topk``     - deterministic: the ``j``-th most likely token of ``q(. | s)`` (ties: lower id first),
+  its row the one-hot law of that token (EAGLE / SGLang top-k trees).
+
+A realisation passes ``row(prefix, tried, j)`` returning the exact law the verifier's (rounded) row
+stands for; here :func:`sibling_row` computes it from the exact pair.
+
+Verification (:class:`TreeRule`, recursive rejection sampling over the node rows): at prefix ``s``
+with children ``c_1..c_m`` (tried in the rule's ``order``), ``r = p(. | s)``; sibling ``c_i`` with
+token ``y`` and the row ``w`` the rule reads is accepted w.p. ``min(1, r(y)/w(y))`` (0 when
+``w(y) = 0``), then the walk continues at ``c_i``'s children with prefix ``s + (y,)``; on rejection
+``r <- norm(max(0, r - w))`` (``residual="subtract"``) or ``r`` unchanged (``"keep"``); after the last
+sibling one token is drawn from ``r``; at a leaf the bonus is drawn from ``p(. | s)``.
+``rows="own"`` reads each node's own row (exact: each token is distributed as its row given the
+earlier siblings, the induction of ``proofs.laws.multidraft``), ``"first"`` the first sibling's row for
+all (the i.i.d. assumption), ``"onehot"`` the one-hot law of the token (the target-only walk of SGLang:
+accept ``y`` w.p. ``r(y)``, exact for any draft).
+
+:func:`tree_law` is the emitted sequence's law; :func:`continued` extends a law by target sampling
+to ``D + 1`` tokens (lossless iff it equals ``target_law(pair)``, proofs.laws.sequences).
+
+Layer: harness.check (2); imports proofs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Callable, Iterator, Sequence
+
+from specproof.proofs.errors import SpecproofInputError
+from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
+
+__all__ = ["SCHEMES", "TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
+           "Tree", "sibling_row", "tree_law", "extensions", "continued", "prefix_marginals"]
+
+SCHEMES = ("iid", "distinct", "topk")
+Law = tuple[Fraction, ...]
+RowFn = Callable[[tuple[int, ...], tuple[int, ...], int], Law]  # (prefix, earlier siblings, index) -> row
+
+
+@dataclass(frozen=True)
+class TreeRule:
+    """One tree verification rule (module docstring): sibling order, row read, residual update."""
+
+    name: str
+    description: str
+    order: str = "index"  # "index" | "reverse"
+    rows: str = "own"  # "own" | "first" | "onehot"
+    residual: str = "subtract"  # "subtract" | "keep"
+    exact: bool = True
+
+
+TREE_REFERENCE = TreeRule("tree-rrs", "recursive rejection sampling over each node's own draft row")
+TREE_TARGET_ONLY = TreeRule("tree-target-only", "SGLang-style target-only walk (accept y w.p. r(y))",
+                            rows="onehot")
+TREE_MUTANT_RULES = (
+    TreeRule("tree-keep-tried", "the residual keeps the already-tried siblings (no max(0, r - q))",
+             residual="keep", exact=False),
+    TreeRule("tree-iid-assumed", "every sibling verified with the first sibling's row (siblings "
+             "treated as i.i.d. when drawn without replacement)", rows="first", exact=False),
+    TreeRule("tree-reversed-siblings", "siblings tried in reverse index order (wrong sibling order)",
+             order="reverse", exact=False),
+)
+_RULES = {r.name: r for r in (TREE_REFERENCE, TREE_TARGET_ONLY, *TREE_MUTANT_RULES)}
+
+
+def tree_rule(name: str) -> TreeRule:
+    if name not in _RULES:
+        raise SpecproofInputError("rule", f"unknown tree rule {name!r}", f"use one of {sorted(_RULES)}")
+    return _RULES[name]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """Parent indices (``-1``: child of the root), topological; children in increasing index."""
+
+    parents: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        for i, parent in enumerate(self.parents):
+            if isinstance(parent, bool) or not isinstance(parent, int) or not -1 <= parent < i:
+                raise SpecproofInputError("parents", f"parents[{i}] = {parent!r} is not an int in [-1, {i})",
+                                          "list nodes parent first, -1 for children of the root")
+        if not self.parents:
+            raise SpecproofInputError("parents", "is empty", "give a tree of at least one node")
+
+    def children(self, node: int) -> tuple[int, ...]:
+        """Children of ``node`` (``-1``: the root) in increasing index (the order they are tried)."""
+        return tuple(i for i, parent in enumerate(self.parents) if parent == node)
+
+    def depths(self) -> tuple[int, ...]:
+        out: list[int] = []
+        for parent in self.parents:
+            out.append(1 if parent < 0 else out[parent] + 1)
+        return tuple(out)
+
+    @property
+    def depth(self) -> int:
+        return max(self.depths())
+
+    @property
+    def widest(self) -> int:
+        return max(len(self.children(j)) for j in range(-1, len(self.parents)))
+
+
+def sibling_row(q: Sequence[Fraction], scheme: str, tried: tuple[int, ...], index: int) -> Law:
+    """The exact law sibling ``index`` is drawn from, given the draft row ``q`` and earlier tokens."""
+    q = tuple(Fraction(x) for x in q)
+    if scheme == "iid":
+        return q
+    if scheme == "distinct":
+        kept = tuple(Fraction(0) if t in tried else x for t, x in enumerate(q))
+        mass = sum(kept, Fraction(0))
+        if mass == 0:
+            raise SpecproofInputError("scenario", f"the draft row has no mass left after {len(tried)} "
+                                      "distinct siblings", "give the draft full support or fewer siblings")
+        return tuple(x / mass for x in kept)
+    if scheme == "topk":
+        ranked = sorted(range(len(q)), key=lambda t: (-q[t], t))
+        if index >= len(q):
+            raise SpecproofInputError("scenario", f"{index + 1} top-k siblings over {len(q)} tokens",
+                                      "use at most V siblings per node")
+        return tuple(Fraction(int(t == ranked[index])) for t in range(len(q)))
+    raise SpecproofInputError("scheme", f"unknown sibling scheme {scheme!r}", f"use one of {SCHEMES}")
+
+
+def _sibling_draws(prefix: tuple[int, ...], m: int, row: RowFn) -> Iterator[tuple[tuple[int, ...], Fraction,
+                                                                                 tuple[Law, ...]]]:
+    """Every joint draw of ``m`` siblings: (tokens, probability, the rows they were drawn from)."""
+    def extend(tokens: tuple[int, ...], weight: Fraction, rows: tuple[Law, ...]) -> Iterator:
+        if len(tokens) == m:
+            yield tokens, weight, rows
+            return
+        law = row(prefix, tokens, len(tokens))
+        for y, w in enumerate(law):
+            if w:
+                yield from extend(tokens + (y,), weight * w, rows + (law,))
+
+    yield from extend((), Fraction(1), ())
+
+
+def _subtract(r: Law, w: Law, fallback: Law) -> Law:
+    rest = tuple(max(Fraction(0), a - b) for a, b in zip(r, w))
+    mass = sum(rest, Fraction(0))
+    return tuple(x / mass for x in rest) if mass else fallback
+
+
+def _add(out: dict, seq: tuple[int, ...], w: Fraction) -> None:
+    if w:
+        out[seq] = out.get(seq, Fraction(0)) + w
+
+
+def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn) -> SequenceLaw:
+    """Exact law of the emitted sequence (length 1..D+1) of one round of ``rule`` on ``tree``."""
+    if pair.k != tree.depth:
+        raise SpecproofInputError("pair", f"has k = {pair.k}, the tree has depth {tree.depth}",
+                                  "build the pair with k = the tree's depth")
+
+    @lru_cache(maxsize=None)
+    def walk(prefix: tuple[int, ...], node: int) -> tuple[tuple[tuple[int, ...], Fraction], ...]:
+        kids = tree.children(node)
+        p = pair.target[prefix]
+        out: dict[tuple[int, ...], Fraction] = {}
+        if not kids:
+            for t, w in enumerate(p):
+                _add(out, prefix + (t,), w)
+            return tuple(out.items())
+        order = range(len(kids)) if rule.order == "index" else range(len(kids) - 1, -1, -1)
+        for tokens, weight, rows in _sibling_draws(prefix, len(kids), row):
+            r, reach = p, weight
+            for i in order:
+                y = tokens[i]
+                w = {"own": rows[i], "first": rows[0]}.get(rule.rows) or \
+                    tuple(Fraction(int(t == y)) for t in range(pair.vocab))
+                accept = min(Fraction(1), r[y] / w[y]) if w[y] else Fraction(0)
+                for seq, v in walk(prefix + (y,), kids[i]):
+                    _add(out, seq, reach * accept * v)
+                reach *= 1 - accept
+                if rule.residual == "subtract":
+                    r = _subtract(r, w, p)
+            for t, v in enumerate(r):
+                _add(out, prefix + (t,), reach * v)
+        return tuple(out.items())
+
+    return dict(walk((), -1))
+
+
+def prefix_marginals(pair: ToyPair) -> dict[tuple[int, ...], Fraction]:
+    """``P_target(first len(t) tokens = t)`` for every ``t`` of length 0..k+1 (positive or zero)."""
+    out: dict[tuple[int, ...], Fraction] = {(): Fraction(1)}
+    frontier = [()]
+    while frontier:
+        prefix = frontier.pop()
+        if len(prefix) == pair.k + 1:
+            continue
+        for t, w in enumerate(pair.target[prefix]):
+            out[prefix + (t,)] = out[prefix] * w
+            frontier.append(prefix + (t,))
+    return out
+
+
+def extensions(pair: ToyPair, s: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], Fraction]]:
+    """``(u, P_target(u | s))`` for every ``k + 1``-token ``u`` extending ``s`` with positive weight
+    (the target's conditionals after ``s``, defined even where ``s`` itself has target probability 0)."""
+    frontier = [(s, Fraction(1))]
+    while frontier:
+        prefix, weight = frontier.pop()
+        if len(prefix) == pair.k + 1:
+            yield prefix, weight
+            continue
+        for t, w in enumerate(pair.target[prefix]):
+            if w:
+                frontier.append((prefix + (t,), weight * w))
+
+
+def continued(pair: ToyPair, law: SequenceLaw) -> SequenceLaw:
+    """The law of ``law``'s sequences extended by target sampling to ``k + 1`` tokens."""
+    out: dict[tuple[int, ...], Fraction] = {}
+    for s, w in law.items():
+        for u, v in extensions(pair, s):
+            _add(out, u, w * v)
+    return out

@@ -1,0 +1,222 @@
+"""Tree scenarios: an exact pair, a tree and a sibling scheme; realised in a dtype, sampled by torch.
+
+A :class:`TreeScenario` holds an exact :class:`ToyPair` with ``k = D`` (the tree's depth), the tree
+and the sibling scheme of :mod:`.tree_laws`.  Its :class:`TreeRealisation` in a dtype rounds every
+row once (:class:`~specproof.harness.exact.rounded.RoundedPair`); the sibling rows of the ``distinct``
+scheme (``q`` with tried tokens zeroed, renormalised) are computed exactly from the rounded draft row
+and rounded once more.  The exact law of every row is its rounded value renormalised exactly
+(:func:`exact_law_row`), so the harness draws node tokens from exactly the laws the verifier's rows
+stand for, and rounding the inputs is never counted as drift.
+
+Prefixes of length ``0..D`` are coded ``offset[L] + (base-V value)``, ``offset[L] = sum_{l<L} V^l``;
+node ``i``'s draft row is looked up by ``(code of its parent's path, mask of earlier sibling tokens)``
+(the mask matters for ``distinct`` only), its target row by the code of its own path.
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.tree_laws.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import torch
+
+from specproof.proofs.errors import SpecproofInputError
+from specproof.proofs.laws.sequences import ToyPair
+
+from specproof.harness.exact.convert import round_to_dtype
+from specproof.harness.exact.dtypes import dtype_name
+from specproof.harness.exact.rounded import RoundedPair, exact_law_row
+from specproof.harness.check.tree_laws import SCHEMES, Tree, sibling_row
+
+__all__ = ["TreeScenario", "TreeRealisation", "TreeBatch", "default_tree_suite", "tree_pair"]
+
+
+@dataclass(frozen=True)
+class TreeScenario:
+    name: str
+    description: str
+    tree: Tree
+    scheme: str
+    pair: ToyPair
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise SpecproofInputError("scheme", f"unknown sibling scheme {self.scheme!r}", f"use one of {SCHEMES}")
+        if self.pair.k != self.tree.depth:
+            raise SpecproofInputError("pair", f"k = {self.pair.k} but the tree has depth {self.tree.depth}",
+                                      "build the pair with k = the tree's depth")
+        if self.scheme == "topk" and self.tree.widest > self.pair.vocab:
+            raise SpecproofInputError("parents", f"{self.tree.widest} top-k siblings over {self.pair.vocab} tokens",
+                                      "use at most V siblings per node")
+
+    @property
+    def vocab(self) -> int:
+        return self.pair.vocab
+
+    @property
+    def depth(self) -> int:
+        return self.tree.depth
+
+    def realise(self, dtype: str, device: str = "cpu") -> "TreeRealisation":
+        return TreeRealisation(self, dtype_name(dtype), torch.device(device))
+
+
+@dataclass
+class TreeBatch:
+    """One batch of rows: the node tokens, the verifier's inputs (its own copies), path codes."""
+
+    node_tokens: torch.Tensor  # [n, N] int64, CPU
+    parents: torch.Tensor  # [N] int64 on the device
+    draft_probs: torch.Tensor  # [n, N, V] dtype, device
+    target_probs: torch.Tensor  # [n, N+1, V] dtype, device
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return int(self.node_tokens.shape[0])
+
+    def arguments(self, generator: torch.Generator) -> tuple:
+        return self.parents, self.draft_probs, self.target_probs, self.node_tokens.to(self.draft_probs.device), generator
+
+
+class TreeRealisation:
+    """A tree scenario in a dtype: rounded rows, their exact laws, torch sampling of the node tokens."""
+
+    def __init__(self, scenario: TreeScenario, dtype: str, device: torch.device):
+        self.scenario, self.dtype, self.device = scenario, dtype, device
+        self.tree, self.vocab, self.depth = scenario.tree, scenario.vocab, scenario.depth
+        self.rounded = RoundedPair.from_toy_pair(scenario.pair, dtype)
+        self.pair = self.rounded.toy_pair  # the exact renormalised pair the verifier's rows stand for
+        v, d = self.vocab, self.depth
+        self.offsets = [sum(v**l for l in range(length)) for length in range(d + 2)]
+        self.prefixes = [s for length in range(d + 1) for s in itertools.product(range(v), repeat=length)]
+        self.target_rows = torch.stack([self.rounded.row("target", s) for s in self.prefixes])  # [P, V]
+        self.target_zero = torch.stack([torch.tensor([x == 0 for x in self.pair.target[s]]) for s in self.prefixes])
+        self._rows: dict[tuple, tuple[torch.Tensor, tuple[Fraction, ...]]] = {}
+        self._build_draft_tables()
+
+    # -- exact rows ----------------------------------------------------------------------------
+    def _sibling(self, prefix: tuple[int, ...], tried: tuple[int, ...], index: int) -> tuple[torch.Tensor, tuple]:
+        scheme = self.scenario.scheme
+        key = (prefix, frozenset(tried) if scheme == "distinct" else (), index if scheme == "topk" else 0)
+        hit = self._rows.get(key)
+        if hit is None:
+            q = self.pair.draft[prefix]
+            if scheme == "iid":
+                hit = (self.rounded.row("draft", prefix), q)
+            else:
+                exact = sibling_row(q, scheme, tried, index)
+                rounded = round_to_dtype(list(exact), self.dtype, "draft")
+                hit = (rounded, exact_law_row(rounded, "draft"))
+            self._rows[key] = hit
+        return hit
+
+    def row(self, prefix: tuple[int, ...], tried: tuple[int, ...], index: int) -> tuple[Fraction, ...]:
+        """The exact law sibling ``index`` after ``prefix`` (earlier siblings ``tried``) is drawn from."""
+        return self._sibling(prefix, tried, index)[1]
+
+    def code(self, prefix: tuple[int, ...]) -> int:
+        value = 0
+        for t in prefix:
+            value = value * self.vocab + t
+        return self.offsets[len(prefix)] + value
+
+    def _build_draft_tables(self) -> None:
+        """Rounded rows and float64 CDFs per (parent path code, tried mask, sibling index)."""
+        v, m = self.vocab, self.tree.widest
+        self.masks = 1 << v if self.scenario.scheme == "distinct" else 1
+        self.slots = m if self.scenario.scheme == "topk" else 1
+        drafting = [s for s in self.prefixes if len(s) < self.depth]
+        shape = (len(drafting) * self.masks * self.slots, v)
+        self.draft_rows = torch.zeros(shape, dtype=self.target_rows.dtype)
+        self.draft_cdf = torch.zeros(shape, dtype=torch.float64)
+        for s in drafting:
+            for mask in range(self.masks):
+                tried = tuple(t for t in range(v) if mask >> t & 1)
+                if len(tried) >= m:
+                    continue
+                for slot in range(self.slots):
+                    index = slot if self.scenario.scheme == "topk" else len(tried)
+                    rounded, exact = self._sibling(s, tried, index)
+                    at = self.state(self.code(s), mask, slot)
+                    self.draft_rows[at] = rounded
+                    self.draft_cdf[at] = torch.tensor([float(x) for x in exact], dtype=torch.float64).cumsum(0)
+
+    def state(self, code: int | torch.Tensor, mask: int | torch.Tensor, slot: int | torch.Tensor) -> int | torch.Tensor:
+        return (code * self.masks + mask) * self.slots + slot
+
+    # -- batches ---------------------------------------------------------------------------------
+    def sample(self, n: int, generator: torch.Generator) -> TreeBatch:
+        """``n`` rows: node tokens drawn node by node (CPU, float64 inverse CDF) and the inputs."""
+        tree, v = self.tree, self.vocab
+        parents = tree.parents
+        n_nodes = len(parents)
+        tokens = torch.empty((n, n_nodes), dtype=torch.int64)
+        codes = torch.zeros((n, n_nodes + 1), dtype=torch.int64)  # column 0: the root's empty prefix
+        states = torch.empty((n, n_nodes), dtype=torch.int64)
+        depths = tree.depths()
+        masks: dict[int, torch.Tensor] = {}  # parent -> tried mask so far, per row
+        index: dict[int, int] = {}
+        for i, parent in enumerate(parents):
+            tried = masks.get(parent, torch.zeros(n, dtype=torch.int64))
+            slot = index.get(parent, 0)
+            parent_code = codes[:, parent + 1]
+            state = self.state(parent_code, tried if self.masks > 1 else 0, slot if self.slots > 1 else 0)
+            cdf = self.draft_cdf[state]
+            u = torch.rand((n, 1), dtype=torch.float64, generator=generator)
+            token = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1).clamp_(max=v - 1)
+            tokens[:, i], states[:, i] = token, state
+            d = depths[i]
+            codes[:, i + 1] = self.offsets[d] + (parent_code - self.offsets[d - 1]) * v + token
+            masks[parent] = tried | (1 << token)
+            index[parent] = slot + 1
+        dev = self.device
+        draft = self.draft_rows.to(dev)[states.to(dev)]
+        target = self.target_rows.to(dev)[codes.to(dev)]
+        parents_t = torch.tensor(parents, dtype=torch.int64, device=dev)
+        return TreeBatch(tokens, parents_t, draft, target)
+
+    def zero_rows(self, emitted: torch.Tensor) -> torch.Tensor:
+        """Boolean ``[B]``: rows emitting a token of target probability 0 at its emitted prefix."""
+        n, width = emitted.shape
+        lengths = (emitted >= 0).sum(dim=1)
+        code = torch.zeros(n, dtype=torch.int64)
+        bad = torch.zeros(n, dtype=torch.bool)
+        for j in range(width):
+            inside = j < lengths
+            token = emitted[:, j].clamp(min=0)
+            bad |= inside & self.target_zero[code, token]
+            code = torch.where(inside, self.offsets[j + 1] + (code - self.offsets[j]) * self.vocab + token, code)
+        return bad
+
+
+def tree_pair(vocab: int, depth: int, seed: int) -> ToyPair:
+    """A prefix-dependent pair: target rows of denominator 64 with zeros, draft rows with full support
+    (``(c + 1) / (64 + V)``: the ``distinct`` scheme never runs out of mass)."""
+    base = ToyPair.random(vocab, depth, seed, resolution=64, zeros=True)
+    return ToyPair.from_functions(vocab, depth, lambda s: base.target[s],
+                                  lambda s: tuple((64 * x + 1) / (64 + vocab) for x in base.draft[s]))
+
+
+_STAR = (-1, -1, -1)
+_DEEP = (-1, -1, 0, 0, 1, 2)  # depth 3: two root children, two grandchildren under the first
+_EAGLE = (-1, -1, -1, 0, 0, 1, 3)  # depth 3: top-3 at the root, top-2 under the best
+
+
+def default_tree_suite() -> list[TreeScenario]:
+    """i.i.d. siblings (with replacement), distinct siblings (without), top-k siblings; depth 1 and 3."""
+    return [
+        TreeScenario("tree-iid-star", "3 i.i.d. siblings at the root (RRS with replacement), V=5",
+                     Tree(_STAR), "iid", tree_pair(5, 1, 11)),
+        TreeScenario("tree-distinct-star", "3 siblings drawn without replacement, V=5",
+                     Tree(_STAR), "distinct", tree_pair(5, 1, 12)),
+        TreeScenario("tree-iid-deep", "depth-3 tree of i.i.d. siblings, V=4", Tree(_DEEP), "iid",
+                     tree_pair(4, 3, 13)),
+        TreeScenario("tree-distinct-deep", "depth-3 tree, siblings without replacement, V=4", Tree(_DEEP),
+                     "distinct", tree_pair(4, 3, 14)),
+        TreeScenario("tree-topk-deep", "EAGLE/SGLang-style depth-3 tree of top-k draft children, V=4",
+                     Tree(_EAGLE), "topk", tree_pair(4, 3, 15)),
+    ]

@@ -1,0 +1,39 @@
+"""Incorrect tree verifiers (the tree zoo): one plausible bug each, in the tree contract.
+
+Each is :func:`~specproof.impls.verifiers.tree_rrs.tree_walk` with one step changed:
+
+* :func:`tree_keep_tried` - after a rejected sibling the residual is left as it was (``r`` keeps the
+  already-tried siblings instead of ``norm(max(0, r - q))``): rejected tokens are re-emitted too often;
+* :func:`tree_iid_assumed` - every sibling is verified with the first sibling's row, as if siblings
+  were i.i.d. when they were drawn without replacement;
+* :func:`tree_reversed_siblings` - siblings are tried last index first, while each sibling's row is
+  its law *given the siblings before it in index order* (wrong sibling order).
+
+Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from specproof.impls.verifiers.tree_rrs import tree_walk
+
+__all__ = ["tree_keep_tried", "tree_iid_assumed", "tree_reversed_siblings"]
+
+
+def tree_keep_tried(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+                    node_tokens: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Bug: the residual keeps the already-tried siblings."""
+    return tree_walk(parents, draft_probs, target_probs, node_tokens, generator, residual="keep")
+
+
+def tree_iid_assumed(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+                     node_tokens: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Bug: siblings treated as i.i.d. (the first sibling's row for all)."""
+    return tree_walk(parents, draft_probs, target_probs, node_tokens, generator, rows="first")
+
+
+def tree_reversed_siblings(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+                           node_tokens: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Bug: siblings tried in reverse index order."""
+    return tree_walk(parents, draft_probs, target_probs, node_tokens, generator, reverse=True)
