@@ -1,0 +1,310 @@
+"""Exact emitted-sequence laws ``P_bad`` of the zoo's batched members, one scenario at a time.
+
+Each member's rule is read from its code (:mod:`specproof.impls.zoo`, the transformers adapter) and
+written here as a :class:`RoundModel`: the probability that a drafted ``x`` is accepted after the
+accepted prefix ``s``, and the weights of the token emitted after a rejection of ``x`` at ``s`` (or
+the bonus after ``K`` acceptances).  :func:`leading_accepts_law` walks the draft tree exactly
+(Fractions), as :func:`~specproof.proofs.laws.sequences.round_law` does for single-step rules::
+
+    walk(s, w):  len(s) = K: emit s+y with w * bonus(s)(y)
+                 else for x: walk(s+x, w q(x|s) a(s, x));  emit s+y with w q(x|s) (1 - a(s, x)) final(s, x)(y)
+
+``continue-after-rejection`` does not stop at the first rejection; its law is
+:func:`continue_after_rejection_law` (every draft sequence, the Poisson-binomial count of accepts).
+
+What the verifier sees: the scenario's rows rounded to the dtype, taken exactly and *not*
+renormalised (``Realisation.rounded.row``; a float32 row need not sum to 1, and the scenario "target
+sums below 1" is built on that).  Drafts are drawn from the renormalised draft rows, as the harness
+draws them.  Weights are normalised as ``torch.multinomial`` normalises them; a residual with no
+positive entry falls back to ``p`` (:func:`~specproof.impls.kernels.sampling.correction_weights`).
+
+Idealisations, stated: uniforms are continuous (``P(u < r) = min(1, r)``) and ratios exact, except
+where the bug is the uniform grid itself: ``u <= p/q`` accepts a ``p = 0`` draft with the real
+generator's ``P(u == 0)`` (:func:`~specproof.harness.exact.uniform_grids.uniform_grid`, ``2^-24`` for
+CPU float32); the grid's other ``O(2^-24)`` effects, shared with the exact float32 implementations, are
+not modelled.  Processed rows (temperature, min-p, top-k) are the member's own processor's float
+output on the rounded row, taken exactly.  transformers sees ``softmax(log p)``, modelled as
+``p / sum p`` (its adapter: equal up to about an ulp); its all-zero-residual division raises, an outcome
+(:data:`RAISED`) no lossless verifier has.
+
+Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Callable
+
+import torch
+
+from specproof.impls import zoo
+from specproof.harness.check.scenarios import Realisation
+from specproof.harness.exact.convert import to_exact
+from specproof.harness.exact.dtypes import TORCH_DTYPES
+from specproof.harness.exact.uniform_grids import uniform_grid
+from specproof.proofs.laws.sequences import SequenceLaw
+
+__all__ = ["RAISED", "RoundView", "RoundModel", "leading_accepts_law", "continue_after_rejection_law",
+           "MEMBER_LAWS", "APPROXIMATE", "member_law"]
+
+RAISED: tuple[int, ...] = (-1,)
+"""The outcome "the verifier raised on this row" (no emitted sequence; no lossless verifier has it)."""
+
+Row = tuple[Fraction, ...]
+Prefix = tuple[int, ...]
+ZERO, ONE = Fraction(0), Fraction(1)
+
+
+def normalised(weights: Row) -> Row:
+    total = sum(weights, ZERO)
+    return tuple(w / total for w in weights)
+
+
+def residual(p: Row, q: Row) -> Row:
+    """``max(0, p - q)``, or ``p`` where that has no positive entry (the canonical fallback)."""
+    w = tuple(max(ZERO, a - b) for a, b in zip(p, q))
+    return w if any(w) else p
+
+
+def ratio_acceptance(p: Row, q: Row, x: int) -> Fraction:
+    """``P(u < p(x)/q(x)) = min(1, p/q)`` for a continuous uniform; 0 where ``q(x) = 0``."""
+    return min(ONE, p[x] / q[x]) if q[x] > 0 else ZERO
+
+
+class RoundView:
+    """One realisation's rows as a verifier sees them (exact, unnormalised), cached per prefix."""
+
+    def __init__(self, real: Realisation):
+        self.real = real
+        self.k, self.vocab = real.k, real.vocab
+        self.pair = real.toy_pair  # renormalised exact pair: the draft law drafts are drawn from
+        self._rows: dict[tuple[str, Prefix, object], Row] = {}
+
+    def row(self, table: str, prefix: Prefix, process: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Row:
+        """The rounded row after ``prefix`` (``process`` applied in the dtype first), exactly."""
+        key = (table, prefix, process)
+        hit = self._rows.get(key)
+        if hit is None:
+            tensor = self.real.rounded.row(table, prefix)
+            if process is not None:
+                tensor = process(tensor.reshape(1, 1, -1)).reshape(-1)
+            hit = self._rows[key] = tuple(to_exact(tensor, table))
+        return hit
+
+    def p(self, prefix: Prefix) -> Row:
+        return self.row("target", prefix)
+
+    def q(self, prefix: Prefix) -> Row:
+        return self.row("draft", prefix)
+
+    @cached_property
+    def zero_uniform(self) -> Fraction:
+        """``P(u == 0)`` of ``torch.rand`` in the realisation's dtype on CPU."""
+        return uniform_grid(self.real.dtype, "torch-cpu").zero_mass()
+
+
+@dataclass(frozen=True)
+class RoundModel:
+    """A leading-accepts round: ``accept(view, s, x)`` and ``final(view, s, rejected)`` (weights, or
+    :data:`RAISED`; ``rejected`` is None for the bonus after ``K`` acceptances)."""
+
+    accept: Callable[[RoundView, Prefix, int], Fraction]
+    final: Callable[[RoundView, Prefix, int | None], Row | tuple[int, ...]]
+
+
+def leading_accepts_law(view: RoundView, model: RoundModel) -> SequenceLaw:
+    """Exact law of one round of ``model`` (module docstring); :data:`RAISED` keys a raise."""
+    law: SequenceLaw = {}
+
+    def emit(prefix: Prefix, weight: Fraction, rejected: int | None) -> None:
+        weights = model.final(view, prefix, rejected)
+        if weights == RAISED:
+            law[RAISED] = law.get(RAISED, ZERO) + weight
+            return
+        for y, py in enumerate(normalised(weights)):
+            if py:
+                law[prefix + (y,)] = law.get(prefix + (y,), ZERO) + weight * py
+
+    def walk(prefix: Prefix, weight: Fraction) -> None:
+        if len(prefix) == view.k:
+            emit(prefix, weight, None)
+            return
+        for x, qx in enumerate(view.pair.draft[prefix]):
+            if not qx:
+                continue
+            a = model.accept(view, prefix, x)
+            if a:
+                walk(prefix + (x,), weight * qx * a)
+            if a != 1:
+                emit(prefix, weight * qx * (1 - a), x)
+
+    walk((), ONE)
+    return law
+
+
+def continue_after_rejection_law(view: RoundView) -> SequenceLaw:
+    """``continue-after-rejection``: every draft tested (``u_i < p_i/q_i``, independent), ``n`` = the
+    number accepted, emitted ``x_1..x_n`` then the residual at row ``n`` (``p_K`` when ``n = K``)."""
+    law: SequenceLaw = {}
+    k = view.k
+    for drafts in itertools.product(range(view.vocab), repeat=k):
+        weight = ONE
+        for i in range(k):
+            weight *= view.pair.draft[drafts[:i]][drafts[i]]
+            if not weight:
+                break
+        if not weight:
+            continue
+        counts = [ONE]  # Poisson-binomial law of the number of accepted drafts
+        for i in range(k):
+            a = ratio_acceptance(view.p(drafts[:i]), view.q(drafts[:i]), drafts[i])
+            counts = [c * (1 - a) + (counts[j - 1] * a if j else ZERO) for j, c in enumerate(counts + [ZERO])]
+        for n, pn in enumerate(counts):
+            if not pn:
+                continue
+            prefix = drafts[:n]
+            weights = view.p(prefix) if n == k else residual(view.p(prefix), view.q(prefix))
+            for y, py in enumerate(normalised(weights)):
+                if py:
+                    law[prefix + (y,)] = law.get(prefix + (y,), ZERO) + weight * pn * py
+    return law
+
+
+# -- the members' rules ----------------------------------------------------------------------------
+
+def _canonical_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    return ratio_acceptance(view.p(s), view.q(s), x)
+
+
+def _canonical_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    return view.p(s) if rejected is None else residual(view.p(s), view.q(s))
+
+
+def _from_target(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    return view.p(s)
+
+
+def _top1_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    p = view.p(s)
+    return ONE if x == p.index(max(p)) else ZERO  # ties: the lowest index (stable sort, argmax)
+
+
+def _le_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    p, q = view.p(s), view.q(s)
+    if q[x] > 0 and p[x] == 0:
+        return view.zero_uniform  # u <= 0/q holds exactly when u == 0
+    return ratio_acceptance(p, q, x)
+
+
+def _clamped_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    if rejected is None:
+        return view.p(s)
+    tiny = Fraction(torch.finfo(TORCH_DTYPES[view.real.dtype]).tiny)
+    return tuple(max(tiny, a - b) for a, b in zip(view.p(s), view.q(s)))
+
+
+def _stale_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    if rejected is None:
+        return view.p(s)
+    stale = view.q(s[:-1]) if s else (ZERO,) * view.vocab  # row n reads the draft row of n - 1
+    return residual(view.p(s), stale)
+
+
+def _processed(processors) -> Callable[[torch.Tensor], torch.Tensor]:
+    return processors.process_probs
+
+
+_TEMPERATURE = _processed(zoo.target_only_temperature.args[0])
+_MIN_P = _processed(zoo.min_p_bonus_only.args[0])
+_TOP_K = _processed(zoo.draft_top_k_in_verifier.args[0])
+
+
+def _tempered_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    return ratio_acceptance(view.row("target", s, _TEMPERATURE), view.q(s), x)
+
+
+def _tempered_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    p = view.row("target", s, _TEMPERATURE)
+    return p if rejected is None else residual(p, view.q(s))
+
+
+def _min_p_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    return view.row("target", s, _MIN_P) if rejected is None else residual(view.p(s), view.q(s))
+
+
+def _top_k_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    return ratio_acceptance(view.p(s), view.row("draft", s, _TOP_K), x)
+
+
+def _top_k_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    return view.p(s) if rejected is None else residual(view.p(s), view.row("draft", s, _TOP_K))
+
+
+def _wrong_bonus_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    return view.p(s[:-1]) if rejected is None else residual(view.p(s), view.q(s))
+
+
+def _shifted_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    return ratio_acceptance(view.p(s + (x,)), view.q(s), x)  # draft i against target row i + 1
+
+
+def _shifted_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    return view.p(s) if rejected is None else residual(view.p(s + (rejected,)), view.q(s))
+
+
+def _renormalised_p(view: RoundView, s: Prefix) -> Row:
+    return view.pair.target[s]
+
+
+def _transformers_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
+    p, q = _renormalised_p(view, s), view.pair.draft[s]
+    if q[x] > 0 and p[x] == 0:
+        return view.zero_uniform  # r <= p/q with r = rand_like(...) == 0
+    return ratio_acceptance(p, q, x)
+
+
+def _transformers_final(view: RoundView, s: Prefix, rejected: int | None) -> Row | tuple[int, ...]:
+    p = _renormalised_p(view, s)
+    if rejected is None:
+        return p
+    w = tuple(max(ZERO, a - b) for a, b in zip(p, view.pair.draft[s]))
+    return w if any(w) else RAISED  # clamp(p - q, 0) / 0: torch.multinomial raises
+
+
+MEMBER_LAWS: dict[str, Callable[[RoundView], SequenceLaw]] = {
+    "resample-from-target": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _from_target)),
+    "top1-acceptance": lambda v: leading_accepts_law(v, RoundModel(_top1_accept, _from_target)),
+    "greedy-while-sampling": lambda v: leading_accepts_law(v, RoundModel(_top1_accept, _from_target)),
+    "continue-after-rejection": continue_after_rejection_law,
+    "le-ratio-invcdf": lambda v: leading_accepts_law(v, RoundModel(_le_accept, _canonical_final)),
+    "residual-clamped-tiny": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _clamped_final)),
+    "stale-residual-buffer": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _stale_final)),
+    "target-only-temperature": lambda v: leading_accepts_law(v, RoundModel(_tempered_accept, _tempered_final)),
+    "min-p-bonus-only": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _min_p_final)),
+    "draft-top-k-in-verifier": lambda v: leading_accepts_law(v, RoundModel(_top_k_accept, _top_k_final)),
+    "bonus-from-wrong-row": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _wrong_bonus_final)),
+    "target-rows-shifted": lambda v: leading_accepts_law(v, RoundModel(_shifted_accept, _shifted_final)),
+    "transformers-speculative-sampling":
+        lambda v: leading_accepts_law(v, RoundModel(_transformers_accept, _transformers_final)),
+}
+"""member name -> exact law of one round on a :class:`RoundView` (greedy-while-sampling accepts
+``x == argmax p``, the same rule as top-1 acceptance; both resample from ``p``)."""
+
+APPROXIMATE: dict[str, str] = {
+    "transformers-speculative-sampling":
+        "law modelled, not exact: transformers' softmax(log p) taken as p / sum p (equal up to about an ulp "
+        "per entry, its adapter's docstring), so its N* is shown but kept out of the N* goals",
+}
+"""Members whose law is a model rather than exact, with the reason (kept out of the N* goals)."""
+
+CANONICAL_MODEL = RoundModel(_canonical_accept, _canonical_final)
+"""The canonical rule on the rows as seen (a control: on exactly normalised rows it is the target law)."""
+
+
+def member_law(name: str, real: Realisation) -> SequenceLaw | None:
+    """``P_bad`` of member ``name`` on ``real`` (enumerable realisations only); None: no model."""
+    model = MEMBER_LAWS.get(name)
+    return None if model is None else model(RoundView(real))
