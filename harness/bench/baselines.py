@@ -69,11 +69,12 @@ class Flag:
     threshold: float
     how: str = "statistical"
     scenario_rows: int | None = None  # rows within the scenario that flagged (specproof's suite only)
+    test_rows: int | None = None  # specproof: rows of its anytime-valid streams (CheckResult.rows)
 
     def as_json(self) -> dict[str, Any]:
         return {"flagged": self.flagged, "rows": self.rows, "statistic": number_word(self.statistic),
                 "threshold": number_word(self.threshold), "how": self.how,
-                "rows_in_flagging_scenario": self.scenario_rows}
+                "rows_in_flagging_scenario": self.scenario_rows, "test_rows": self.test_rows}
 
 
 class CountingVerifier:

@@ -6,7 +6,8 @@ Sections (each measured in the same process, one after the other, never concurre
    exact reference against the plain per-element ``Fraction`` path on float32 Dirichlet(0.3) laws,
    outputs compared exactly; ``time ~ V^k`` fitted for each path.
 2. ``detection`` - :func:`~specproof.harness.bench.detection.detection_benchmark`: rows each method
-   (specproof and the two baselines of :mod:`.bench_baselines`) needs to flag each zoo member.
+   (specproof and the two baselines of :mod:`.baselines`) needs to flag each zoo member, and each
+   method's rows over the oracle row count ``N*`` (:mod:`.oracle`).
 3. ``throughput`` - rows per second through ``check_verifier`` for the float32 ``canonical-ratio-race``
    implementation on one ``Scenario.random(V, K=4, classes=4)`` per vocabulary, and the harness's share
    of the time (``harness_seconds / (harness_seconds + verifier_seconds)``); ``exact_setup_seconds`` is
@@ -31,20 +32,29 @@ Sections (each measured in the same process, one after the other, never concurre
     detection: {methods: {name: description}, seeds, row_budget, time_limit_seconds, seconds,
                 members: {member: {bug, mirrors, caught_by_grid_only,
                           methods: {method: {caught, median_rows (null: not caught), seconds,
-                                    [median_rows_in_flagging_scenario,]
+                                    [median_test_rows,] [median_rows_in_flagging_scenario,]
                                     per_seed: {"<seed>": {rows, flag: {flagged, rows, statistic,
-                                               threshold, how, rows_in_flagging_scenario} | null,
+                                               threshold, how, rows_in_flagging_scenario, test_rows} | null,
                                                steps, largest_rows_tried, stopped, seconds}}}},
                           grid: {core, caught, verdict, scenario, tv, impossible_mass, crafted_rows,
-                                 scenarios_analysed, seconds} | null}},
+                                 scenarios_analysed, seconds} | null,
+                          oracle: {n_star, scenario, via ("kl" | "impossible"), n_star_vs_p_good,
+                                   scenario_vs_p_good, in_goals, note,
+                                   scenarios: {scenario: {n_star, via, kl, impossible_mass,
+                                               n_star_vs_p_good, p_good_is_projection}}} | null,
+                          ratios_to_n_star: {method | "specproof_test": median rows / N* | null}}},
                 excluded: {member: reason},
+                oracle: {excluded_scenarios: {scenario: reason}, unmodelled, alpha, beta, seconds},
                 false_alarms: {method: {flagged_seeds, seeds, detail}},
                 summary: {total, caught: {method: n}, specproof_grid_only: [member],
                           specproof_statistical_or_grid, specproof_missed: [member],
                           row_ratio_baseline_over_specproof: {baseline: {per_member: {member: ratio},
                               per_member_vs_flagging_scenario_rows, members_both_catch, min, median,
                               geometric_mean, caught_by_baseline_only}},
-                          goal: {statement, all_caught, min_ratio_vs_chi_square, met}}},
+                          rows_over_n_star: {members, floor, outside_goals,
+                                             method | "specproof_test": {median, max}},
+                          goals: {all_caught | rows_vs_oracle | vs_chi_square:
+                                  {statement, measured, met}}}},
     throughput: {implementation, k, classes, cuda_note,
                  devices: {"cpu" | "cuda": {"V<vocab>": {vocab, k, samples, rows, seconds,
                            verifier_seconds, harness_seconds, harness_share, rows_per_second,
@@ -239,7 +249,6 @@ def _goals(config: BenchConfig, data: dict[str, Any]) -> dict[str, Any]:
     row = data["exact_reference"]["rows"].get(f"V{REFERENCE_GOAL_VOCAB}")
     speedup = row["speedup"] if row else None
     fast = row["fast_seconds"] if row else None
-    detection = data["detection"]["summary"]["goal"]
     goals = {
         "reference_speedup_at_262144": {
             "statement": f"fast exact reference at least {REFERENCE_GOAL_SPEEDUP:g}x the plain Fraction path "
@@ -248,11 +257,9 @@ def _goals(config: BenchConfig, data: dict[str, Any]) -> dict[str, Any]:
         "reference_fast_seconds_at_262144": {
             "statement": f"fast exact reference at most {REFERENCE_GOAL_SECONDS:g} s at V = {REFERENCE_GOAL_VOCAB:,}",
             "measured": fast, "met": None if fast is None else fast <= REFERENCE_GOAL_SECONDS},
-        "detection": {"statement": detection["statement"],
-                      "measured": {"all_caught": detection["all_caught"],
-                                   "min_ratio_vs_chi_square": detection["min_ratio_vs_chi_square"]},
-                      "met": detection["met"]},
     }
+    for name, goal in data["detection"]["summary"]["goals"].items():
+        goals[f"detection_{name}"] = goal
     if config.mode == "quick":
         goals["quick_run_seconds"] = {"statement": f"specproof bench --quick within {QUICK_GOAL_SECONDS:g} s",
                                       "measured": data["total_seconds"],

@@ -23,7 +23,7 @@ from typing import Any
 from specproof.harness.cli import options
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["add_parser", "add_reference_options", "run", "run_reference", "ONLY"]
+__all__ = ["add_parser", "add_reference_options", "run", "run_reference", "print_detection", "ONLY"]
 
 ONLY = ("reference",)
 """The parts ``--only`` can select."""
@@ -68,6 +68,20 @@ def run_reference(args: argparse.Namespace, out: Path) -> int:
     return reference._run(timing)
 
 
+def print_detection(det: dict[str, Any]) -> None:
+    """Per member: N* and each method's rows / N* (the bench.md detection table, as text), then the goals."""
+    from specproof.harness.bench.render import MEMBER_COLUMNS, goal_lines, member_rows
+
+    rows = [MEMBER_COLUMNS] + member_rows(det)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(MEMBER_COLUMNS))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    for member, reason in det["excluded"].items():
+        print(f"{member}: excluded ({reason})")
+    for line in goal_lines(det):
+        print(f"goal: {line}")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.only == "reference":
         return run_reference(args, args.out / "reference.json")
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     data = run_bench(config, progress=say)
     json_path, md_path = write_bench(data, args.out)
+    print_detection(data["detection"])
     for name, goal in data["goals"].items():
         state = "not measured" if goal["met"] is None else ("met" if goal["met"] else "NOT met")
         print(f"goal {name}: {state}")

@@ -100,21 +100,32 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert set(det["methods"]) == {"specproof", "runtime-distribution-test", "chi-square-first-token"}
     assert set(det["members"]) == {"continue-after-rejection", "le-ratio-invcdf"}
     for member in det["members"].values():
-        assert set(member) == {"bug", "mirrors", "methods", "grid", "caught_by_grid_only"}
+        assert set(member) == {"bug", "mirrors", "methods", "grid", "caught_by_grid_only", "oracle",
+                               "ratios_to_n_star"}
         for method in member["methods"].values():
             assert set(method) >= {"caught", "median_rows", "per_seed", "seconds"}
             assert (method["median_rows"] is None) == (not method["caught"])
             assert set(method["per_seed"]) == {"0"}
+        oracle = member["oracle"]
+        assert oracle["in_goals"] and oracle["scenario"] in oracle["scenarios"]
+        assert 1 <= oracle["n_star_vs_p_good"] <= oracle["n_star"] < math.inf
     caught = det["members"]["continue-after-rejection"]["methods"]["specproof"]
-    assert caught["caught"] and 0 < caught["median_rows"] <= det["row_budget"]
+    assert caught["caught"] and 0 < caught["median_rows"]
+    assert caught["median_test_rows"] <= caught["median_rows"]  # the streams' rows are a part of all rows
     le = det["members"]["le-ratio-invcdf"]
-    assert not le["methods"]["specproof"]["caught"]  # a 2^-24 event: below any sampling budget
-    assert le["grid"]["verdict"] == "impossible-mass" and le["caught_by_grid_only"]
+    assert le["methods"]["specproof"]["caught"]  # a 2^-24 event: caught by RNG edge injection, not sampling
+    assert le["methods"]["specproof"]["per_seed"]["0"]["flag"]["how"].startswith("rng-injection")
+    assert le["oracle"]["via"] == "impossible" and le["oracle"]["n_star"] > 1e7
+    ratios = le["ratios_to_n_star"]
+    assert ratios["specproof"] == pytest.approx(le["methods"]["specproof"]["median_rows"] / le["oracle"]["n_star"])
     summary = det["summary"]
-    assert summary["total"] == 2 and summary["specproof_grid_only"] == ["le-ratio-invcdf"]
-    assert summary["specproof_statistical_or_grid"] == 2 and summary["specproof_missed"] == []
+    assert summary["total"] == 2 and summary["specproof_missed"] == []
     assert set(summary["row_ratio_baseline_over_specproof"]) == {"runtime-distribution-test",
                                                                  "chi-square-first-token"}
+    assert set(summary["goals"]) == {"all_caught", "rows_vs_oracle", "vs_chi_square"}
+    assert summary["goals"]["all_caught"]["met"] is True
+    assert summary["goals"]["rows_vs_oracle"]["met"] is None  # one seed: the goal needs five
+    assert summary["rows_over_n_star"]["members"] == ["le-ratio-invcdf"]  # N* >= 30 (continue-after-rejection: ~5)
     assert all(v["flagged_seeds"] == 0 for v in det["false_alarms"].values())
 
     cpu = data["throughput"]["devices"]["cpu"]
@@ -133,7 +144,8 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     figures = data["scaling"]["figures"]
     assert len(figures) == 6 and all(f["axis"] in ("vocab", "k") for f in figures.values())
     assert all(_finite_number(f["exponent"]) for f in figures.values())
-    assert set(data["goals"]) == {"reference_speedup_at_262144", "reference_fast_seconds_at_262144", "detection"}
+    assert set(data["goals"]) == {"reference_speedup_at_262144", "reference_fast_seconds_at_262144",
+                                  "detection_all_caught", "detection_rows_vs_oracle", "detection_vs_chi_square"}
     assert data["goals"]["reference_speedup_at_262144"]["met"] is None  # V = 262,144 not in this run
 
     json_path, md_path = write_bench(data, tmp_path / "out")
@@ -143,7 +155,10 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     for heading in ("## Benchmarks", "### Exact reference", "### Detection strength", "### Throughput",
                     "### Proofs", "### Scaling"):
         assert heading in md
-    assert "impossible-mass on" in md and "CUDA not measured" in md
+    assert "CUDA not measured" in md
+    for column in ("N* (how, scenario)", "specproof/N*", "test/N*", "chi-square/N*", "runtime/N*"):
+        assert column in md
+    assert "'disjoint supports'" in md and "Goals (issue 16)" in md
 
 
 def _parser():
@@ -159,7 +174,11 @@ def test_cli_writes_both_files(monkeypatch, tmp_path, capsys, tiny_document):
     assert args.handler(args) == 0
     assert json.loads((tmp_path / "b" / "bench.json").read_text())["kind"] == "bench"
     assert (tmp_path / "b" / "bench.md").read_text().startswith("## Benchmarks")
-    assert "goal detection:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "goal detection_rows_vs_oracle:" in out
+    header = next(line for line in out.splitlines() if line.startswith("member"))
+    assert "N* (how, scenario)" in header and "chi-square/N*" in header and "runtime/N*" in header
+    assert any(line.startswith("le-ratio-invcdf") for line in out.splitlines())
 
 
 def test_cli_usage_errors_name_the_argument_and_write_nothing(monkeypatch, tmp_path):
