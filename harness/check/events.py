@@ -37,7 +37,8 @@ from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, ta
 from specproof.harness.exact.reference import takes_logs
 from specproof.harness.check.scenarios import Realisation, sequence_codes
 
-__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference"]
+__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference",
+           "impossible_rows"]
 
 MAX_BUCKETS = 8
 
@@ -78,6 +79,25 @@ def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) ->
         inside = j < lengths
         code = torch.where(inside, code * alphabet + emitted[:, j].clamp(min=0) % classes, code)
     return (offsets[lengths] + code).numpy()
+
+
+def impossible_rows(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int, list[int]]:
+    """Rows emitting a token of target probability 0 at its emitted prefix (read from the harness's own
+    rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts;
+    the earliest 1-based token position of each kind (0 when none)."""
+    n, width = emitted.shape
+    lengths = emitted_lengths(emitted)
+    positions = torch.arange(width)
+    inside = positions < lengths.unsqueeze(1)
+    tokens = emitted.clamp(min=0)
+    classes = torch.cat([torch.zeros((n, 1), dtype=torch.int64), tokens[:, :-1] % real.classes], dim=1)
+    probs = real.target[positions.expand(n, width), classes, tokens]
+    zero_cells = inside & (probs == 0)
+    before_last = positions[:-1] < (lengths - 1).unsqueeze(1)
+    mismatch_cells = before_last & (emitted[:, :-1] != drafts)
+    first = [int(cells.any(dim=0).nonzero()[0]) + 1 if bool(cells.any()) else 0
+             for cells in (zero_cells, mismatch_cells)]
+    return int(zero_cells.any(dim=1).sum()), int(mismatch_cells.any(dim=1).sum()), first
 
 
 def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],

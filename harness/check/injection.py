@@ -46,7 +46,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.runner import impossible_rows
+from specproof.harness.check.events import impossible_rows
 from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_timeout,
                                            resolve_device)
 from specproof.harness.check.result import DEFAULT_TIMEOUT
@@ -322,13 +322,13 @@ class _Run:
 
 
 def _counts(out: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int]:
-    """(rows with a probability-0 token, rows whose leading tokens are not the drafts): ``runner.impossible_rows``."""
+    """(rows with a probability-0 token, rows whose leading tokens are not the drafts): ``events.impossible_rows``."""
     zero_token, mismatch = impossible_rows(out, drafts, real)[:2]
     return zero_token, mismatch
 
 
 def _flagged_rows(run: _Run, out: torch.Tensor, rows: list[int], problem: int) -> list[int]:
-    """The rows among ``rows`` that show ``problem`` (``runner.impossible_rows`` one row at a time)."""
+    """The rows among ``rows`` that show ``problem`` (``events.impossible_rows`` one row at a time)."""
     return [r for r in rows if _counts(out[r:r + 1], run.drafts[r:r + 1], run.real)[problem]]
 
 

@@ -5,8 +5,8 @@ Layer: harness.check (2); imports proofs, harness.files and harness.exact.
 Verdict (:class:`Verdict`, the vocabulary's ``CheckVerdict``; the JSON field ``verdict`` holds its value):
 
 * ``fail`` (exit 1) - at least one finding: an event the exact law rules out (certain), an event
-  whose Chernoff evidence ``N KL`` reached the family-wise threshold ``c``, or two same-seed runs of
-  one batch that differ (reproducibility);
+  whose log e-value (anytime-valid, :mod:`.engine`) reached its share of the family-wise threshold,
+  a probability-0 emission under RNG edge injection, or two same-seed runs of one batch that differ;
 * ``underpowered`` (exit 3) - no finding, but the detectable TV (power 0.99) of some scenario exceeds
   ``max_detectable_tv``: the check could not have seen a deviation of the stated size;
 * ``pass`` (exit 0) - no finding, and every scenario would have caught a deviation of total variation
@@ -28,7 +28,7 @@ __all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", 
 # defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
 DEFAULT_SAMPLES = 200_000  # rows per scenario
 DEFAULT_TIMEOUT = 120.0  # seconds per verifier call
-DEFAULT_MAX_DETECTABLE_TV = 0.05
+DEFAULT_MAX_DETECTABLE_TV = 0.02  # the power a default check's PASS states
 SHOWN_FINDINGS = 10  # findings printed by summary(); every stored one is in the JSON
 
 
@@ -41,7 +41,7 @@ def _number(x: float) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One rejected event: where, what, how far, how sure (``statistic`` = ``N KL`` in nats)."""
+    """One rejected event: where, what, how far, how sure (``statistic`` = log e-value in nats, ``inf`` when certain)."""
 
     scenario: str
     family: str
@@ -67,14 +67,14 @@ class Finding:
 
     def line(self) -> str:
         """The statistic in words: observed vs exact, the tolerance, the evidence and its threshold."""
-        if self.family == "reproducibility":
-            return f"[{self.scenario}] reproducibility: {self.event}"
+        if self.family in ("reproducibility", "rng-injection"):
+            return f"[{self.scenario}] {self.family}: {self.event}"
         where = f" at token position {self.position}" if self.position else ""
         if self.certain:
             evidence = "certain: the exact law gives it probability 0"
         else:
-            evidence = (f"evidence {self.statistic:.0f} nats, threshold {self.critical:.0f} "
-                        f"(N*KL past the tolerance band)")
+            evidence = (f"evidence {self.statistic:.1f} nats, threshold {self.critical:.1f} "
+                        f"(log e-value past the tolerance band)")
         band = f" (dtype tolerance +/-{self.tolerance:.3g})" if self.tolerance else ""
         note = f"\n      -> {self.note}" if self.note else ""
         return (f"[{self.scenario}] {self.family}{where}: {self.event}: observed {_number(self.observed)} where "
@@ -93,7 +93,7 @@ class ScenarioReport:
     stopped_early: bool
     findings: list[Finding] = field(default_factory=list)
     rejected_events: int = 0
-    bug_class_evidence: dict[str, float] = field(default_factory=dict)  # rule -> N*KL on its excess set
+    bug_class_evidence: dict[str, float] = field(default_factory=dict)  # rule -> log e-value of its excess set
 
     def as_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -117,6 +117,13 @@ class CheckResult:
     harness_seconds: float
     max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV
     reproducibility: list[Finding] = field(default_factory=list)
+    level: str = "default"  # "default", "thorough", or "samples" (fixed rows per scenario)
+    stop_reason: str = "complete"  # "complete", "fail-fast" or "time-budget"
+    rows_at_first_flag: int | None = None  # rows drawn when the first finding was made
+    injection: dict[str, Any] | None = None  # the RNG edge injection's JSON (None: not run)
+    injection_summary: str | None = None  # its text, or why it did not run
+    injection_findings: list[Finding] = field(default_factory=list)
+    time_budget: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -135,7 +142,7 @@ class CheckResult:
     @property
     def findings(self) -> list[Finding]:
         """Every stored finding, strongest first (certain ones, then by evidence)."""
-        out = [f for s in self.scenarios for f in s.findings] + list(self.reproducibility)
+        out = [f for s in self.scenarios for f in s.findings] + list(self.reproducibility) + list(self.injection_findings)
         return sorted(out, key=lambda f: -f.statistic)
 
     @property
@@ -169,7 +176,7 @@ class CheckResult:
         return out
 
     def evidence_by_rule(self) -> dict[str, float]:
-        """Summed evidence (N*KL, nats, excess side only) of each bug class over the scenarios."""
+        """Summed evidence (log e-values, nats, excess side only) of each bug class over the scenarios."""
         out: dict[str, float] = {}
         for s in self.scenarios:
             for rule, nats in s.bug_class_evidence.items():
@@ -199,6 +206,8 @@ class CheckResult:
         at = f" at token position {best.position} of the round" if best.position else ""
         if best.family == "reproducibility":
             return f"Diagnosis: not reproducible: {best.event}"
+        if best.family == "rng-injection":
+            return f"Diagnosis: a rare random draw breaks the verifier: {best.event}"
         if best.rule is not None:
             nats = self.evidence_by_rule().get(best.rule, 0.0)
             return (f"Diagnosis: behaves like the incorrect rule '{best.rule}' (exact TV {best.exact_tv:.4g} on "
@@ -220,6 +229,8 @@ class CheckResult:
             "diagnosis": None if best is None else best.as_json() | {"line": self.diagnosis_line()},
             "findings_total": len(self.findings),
             "reproducibility": [f.as_json() for f in self.reproducibility],
+            "level": self.level, "stop_reason": self.stop_reason, "rows_at_first_flag": self.rows_at_first_flag,
+            "time_budget": self.time_budget, "injection": self.injection,
             "scenarios": [s.as_json() for s in self.scenarios],
         }
 
@@ -258,6 +269,14 @@ class CheckResult:
                              f"bound on {where}: no sample size reaches it there; check in a wider dtype")
             if len(blind) < len(self.scenarios):
                 lines.append("  To reach the bound: raise --samples, or state a larger --max-detectable-tv")
+        if self.rows_at_first_flag is not None:
+            lines.append(f"First finding after {self.rows_at_first_flag} rows"
+                         + (" (stopped there: fail-fast)" if self.stop_reason == "fail-fast" else ""))
+        if self.stop_reason == "time-budget":
+            lines.append(f"Stopped by the time budget ({self.time_budget:g} s); the detectable TV above is what "
+                         "the rows drawn by then could see")
+        if self.injection_summary:
+            lines.append(self.injection_summary)
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
         return "\n".join(lines)

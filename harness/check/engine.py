@@ -1,0 +1,419 @@
+"""The one statistical engine: anytime-valid event tests over streams, with adaptive allocation.
+
+Every contract (batched, tree, generate) hands :func:`run_streams` one :class:`Stream` per scenario:
+its event families (:mod:`.events`: exact expectations ``P(A)`` and per-row contributions ``Y`` in
+``[0, 1]``), its null band ``tau``, and ``draw(n)``, which runs the system under test on ``n`` fresh rows
+and returns their counts (:class:`RowBatch`).
+
+Tests.  Each side of each event carries the e-process of :mod:`.eprocess`; an outcome no lossless
+system can produce (a zero-tolerance event, or one the stream reports as impossible) is a certain
+finding.  The false-alarm budget ``alpha`` is split into shares ``a`` over every side of every event of
+every stream (:func:`alpha_shares`: a fixed weight per family kind, then evenly), so ``sum a <= alpha``.
+
+Allocation.  A screening pass gives every stream ``SCREEN_ROWS`` rows; then, after every batch, the
+next batch goes to the stream whose best event is closest to its threshold (``log E / ln(1/a) >=
+FOCUS``), sized to the rows its evidence growth predicts it needs, or else to the stream furthest
+behind its quota (batches double).  A stream stops at its first rejection or its quota; the run
+stops when every stream has, at the first rejection with ``fail_fast``, or when ``time_budget`` is spent.
+
+Theorem (family-wise guarantee of the adaptive procedure).  If the system is lossless within the
+band (every stream's rows are i.i.d. with ``|E[Y_e] - P(A_e)| <= tau`` for every event), then
+``P(any finding) <= alpha`` whatever the allocation, batch sizes, stopping rule or time budget.
+Proof.  Zero-tolerance events and impossible outcomes have probability 0 under the null, so they never
+fire.  Fix a stream and picture its rows as one infinite i.i.d. sequence, drawn in order; the
+allocation only decides how far into each sequence the run reads, and it reads every sequence in
+order.  For one side of one event the bets of both e-processes are fixed before the batch they
+apply to, so each is a nonnegative supermartingale in that stream's row count (:mod:`.eprocess`),
+and so is their mean ``E``; by Ville's inequality the probability that ``E`` *ever* reaches ``1/a``
+along the infinite sequence is at most ``a``, which bounds the probability that it reaches it at any
+of the (data-dependent) times the run reads it.  A union bound over all sides gives
+``sum a <= alpha``.  Nothing else is tested.  QED.  (Independence of the streams is not needed.)
+
+Power.  A stream run to its planned quota keeps the fixed-sample Chernoff power at the threshold
+``ln(2/a)`` (the design e-process); its detectable TV is ``tau`` plus the shift the design process
+detects with probability 0.99 on the stream's hardest event (mean nearest 1/2).
+
+Layer: harness.check (2); imports harness.check and numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.eprocess import LN2, SideEvidence
+from specproof.harness.check.events import EventFamily
+from specproof.harness.check.result import Finding, ScenarioReport, Verdict
+from specproof.harness.check.statistics import samples_for_shift
+
+__all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
+           "LEVELS", "SCREEN_ROWS", "FAMILY_WEIGHTS"]
+
+SCREEN_ROWS = 128
+FOCUS = 0.15  # a stream whose best log-evidence reaches this share of its threshold is followed first
+MAX_BATCH = 8192
+MAX_FINDINGS_PER_STREAM = 100
+# share of alpha per family kind (normalised over the kinds present): the bug-class excess sets are
+# the most powerful single events against known bugs, so they get the largest share per event
+FAMILY_WEIGHTS = {"bug-class": 4.0, "first-token": 3.0, "lossless": 3.0}
+OTHER_FAMILY_WEIGHT = 3.0
+
+
+@dataclass(frozen=True)
+class Level:
+    """A check depth: the detectable TV its quotas aim for (a factor of ``max_detectable_tv``) and the
+    rows per stream it may spend."""
+
+    name: str
+    tv_factor: float
+    min_rows: int
+    max_rows: int
+
+
+LEVELS = {
+    "default": Level("default", 0.9, 1_024, 200_000),
+    "thorough": Level("thorough", 0.25, 200_000, 4_000_000),
+}
+
+
+@dataclass
+class RowBatch:
+    """What ``draw`` returns: per family, the counts of row keys; rows showing impossible outcomes."""
+
+    rows: int
+    counts: list[np.ndarray]
+    impossible: dict[str, int] = field(default_factory=dict)
+    first_position: dict[str, int] = field(default_factory=dict)
+
+
+class Stream(Protocol):
+    name: str
+    vocab: int
+    k: int
+    families: list[EventFamily]
+    tolerance: float
+
+    def draw(self, rows: int) -> RowBatch: ...
+
+
+@dataclass
+class EngineRun:
+    reports: list[ScenarioReport]
+    rows: int
+    seconds: float
+    stop_reason: str  # "complete", "fail-fast" or "time-budget"
+    rows_at_first_flag: int | None
+
+
+def _family_kind(family: EventFamily) -> str:
+    return family.name if family.name in FAMILY_WEIGHTS else "other"
+
+
+def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """``ln(1/a)`` of the upper and lower side of every event, per stream and family (``inf`` where a
+    side cannot reject or the event is tested exactly).  ``sum a <= alpha`` (module docstring)."""
+    sides: dict[str, int] = {}
+    masks = []
+    for stream in streams:
+        per = []
+        for fam in stream.families:
+            hi, lo = _band(fam, stream.tolerance)
+            up, down = (~fam.zero_tolerance) & (hi < 1.0), (~fam.zero_tolerance) & (lo > 0.0)
+            kind = _family_kind(fam)
+            sides[kind] = sides.get(kind, 0) + int(up.sum() + down.sum())
+            per.append((kind, up, down))
+        masks.append(per)
+    weights = {kind: FAMILY_WEIGHTS.get(kind, OTHER_FAMILY_WEIGHT) for kind, n in sides.items() if n}
+    total = sum(weights.values())
+    out = []
+    for per in masks:
+        row = []
+        for kind, up, down in per:
+            if kind in weights:
+                log_thr = math.log(total * sides[kind] / (alpha * weights[kind]))
+            else:
+                log_thr = math.inf
+            row.append((np.where(up, log_thr, np.inf), np.where(down, log_thr, np.inf)))
+        out.append(row)
+    return out
+
+
+def _band(fam: EventFamily, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    tol = np.where(fam.zero_tolerance, 0.0, tau)
+    return np.minimum(1.0, fam.expected + tol), np.maximum(0.0, fam.expected - tol)
+
+
+class _Ledger:
+    """Running evidence of one stream: counts, impossible outcomes, both sides of every event."""
+
+    def __init__(self, stream: Stream, thresholds: list[tuple[np.ndarray, np.ndarray]]):
+        self.stream = stream
+        self.rows = 0
+        self.counts = [np.zeros(f.n_keys) for f in stream.families]
+        self.impossible: dict[str, int] = {}
+        self.first_position: dict[str, int] = {}
+        self.sides = []
+        for fam, (up_thr, down_thr) in zip(stream.families, thresholds):
+            hi, lo = _band(fam, stream.tolerance)
+            self.sides.append((SideEvidence(hi, up_thr, np.isfinite(up_thr)),
+                               SideEvidence(1.0 - lo, down_thr, np.isfinite(down_thr))))
+        self.quota = 0
+        self.done = False
+        self.rejected = 0
+        self.findings: list[Finding] = []
+
+    def plan(self, quota: int) -> None:
+        self.quota = quota
+        for up, down in self.sides:
+            up.plan(max(quota - self.rows, 1))
+            down.plan(max(quota - self.rows, 1))
+
+    def fold(self, batch: RowBatch) -> None:
+        for label, n in batch.impossible.items():
+            if n:
+                self.impossible[label] = self.impossible.get(label, 0) + int(n)
+        for label, pos in batch.first_position.items():
+            if pos:
+                old = self.first_position.get(label, 0)
+                self.first_position[label] = min(old, pos) if old else pos
+        for fam, total, batch_counts, (up, down) in zip(self.stream.families, self.counts, batch.counts, self.sides):
+            total += batch_counts
+            sums = np.asarray(batch_counts, dtype=np.float64) @ fam.matrix
+            up.update(sums, batch.rows)
+            down.update(batch.rows - sums, batch.rows)
+        self.rows += batch.rows
+
+    def progress_ratio(self) -> float:
+        """Best ``log E / ln(1/a)`` over the stream's sides (how close it is to a finding)."""
+        best = 0.0
+        for up, down in self.sides:
+            for side in (up, down):
+                finite = np.isfinite(side.log_threshold)
+                if finite.any():
+                    best = max(best, float(np.max(side.log_evidence[finite] / side.log_threshold[finite])))
+        return best
+
+    def rows_to_cross(self) -> float:
+        """Rows the leading side needs at its present growth rate (``inf`` without positive evidence)."""
+        best = math.inf
+        for up, down in self.sides:
+            for side in (up, down):
+                log_e = np.where(np.isfinite(side.log_threshold), side.log_evidence, -np.inf)
+                e = int(np.argmax(log_e))
+                if log_e[e] > 0 and self.rows:
+                    best = min(best, (side.log_threshold[e] - log_e[e]) * self.rows / log_e[e])
+        return best
+
+    def evaluate(self) -> None:
+        """Findings so far: certain ones, then sides whose evidence reached their threshold."""
+        stream, rows = self.stream, max(self.rows, 1)
+        findings = []
+        notes = getattr(stream, "notes", {}) or {}
+        for label, n in self.impossible.items():
+            findings.append(Finding(stream.name, "impossible", label, 0.0, n / rows, 0.0, math.inf, 0.0, self.rows,
+                                    position=self.first_position.get(label) or None, note=notes.get(label)))
+        candidates = []
+        for fam, counts, (up, down) in zip(stream.families, self.counts, self.sides):
+            observed = counts @ fam.matrix / rows
+            tol = np.where(fam.zero_tolerance, 0.0, stream.tolerance)
+            certain = fam.zero_tolerance & (observed > 0)
+            for e in np.flatnonzero(certain):
+                candidates.append((math.inf, 0.0, fam, int(e), float(observed[e]), 0.0))
+            for side in (up, down):
+                log_e = side.log_evidence
+                for e in np.flatnonzero(side.rejected & ~certain):
+                    candidates.append((float(log_e[e]), float(side.log_threshold[e]), fam, int(e),
+                                       float(observed[e]), float(tol[e])))
+        candidates.sort(key=lambda c: -c[0])
+        self.rejected = len(findings) + len(candidates)
+        for stat, thr, fam, e, observed, tol in candidates[:MAX_FINDINGS_PER_STREAM]:
+            tv = fam.exact_tv.get(e)
+            findings.append(Finding(stream.name, fam.name, fam.names[e], float(fam.expected[e]), observed, tol,
+                                    stat, thr, self.rows, None if tv is None else float(tv), fam.rules.get(e),
+                                    fam.positions.get(e)))
+        self.findings = findings
+
+    def report(self, stopped: bool) -> ScenarioReport:
+        stream = self.stream
+        evidence = {}
+        for fam, (up, _) in zip(stream.families, self.sides):
+            for e, rule in fam.rules.items():
+                evidence[rule] = max(0.0, float(up.log_evidence[e]))
+        return ScenarioReport(
+            name=stream.name, vocab=stream.vocab, k=stream.k, rows=self.rows,
+            events=sum(f.size for f in stream.families) + len(self.impossible_labels()),
+            tolerance=float(stream.tolerance), detectable_tv=self.detectable_tv(), stopped_early=stopped,
+            findings=self.findings, rejected_events=self.rejected, bug_class_evidence=evidence)
+
+    def impossible_labels(self) -> list[str]:
+        return list(getattr(self.stream, "impossible_labels", ())) or list(self.impossible)
+
+    def hardest(self) -> tuple[int, int] | None:
+        """(family, event) of the tested event whose mean is nearest 1/2 (the largest variance)."""
+        best, where = math.inf, None
+        for f, fam in enumerate(self.stream.families):
+            inner = np.flatnonzero((fam.expected > 0) & (fam.expected < 1) & ~fam.zero_tolerance)
+            if inner.size:
+                e = int(inner[np.argmin(np.abs(fam.expected[inner] - 0.5))])
+                if abs(fam.expected[e] - 0.5) < best:
+                    best, where = abs(fam.expected[e] - 0.5), (f, e)
+        return where
+
+    def detectable_tv(self) -> float:
+        where = self.hardest()
+        if where is None:
+            return float(min(1.0, self.stream.tolerance))
+        up, down = self.sides[where[0]]
+        shift = max(up.detectable_shift(where[1]), down.detectable_shift(where[1]))
+        return float(min(1.0, self.stream.tolerance + shift))
+
+    def rows_for_tv(self, target: float, cap: int) -> int:
+        """Quota reaching detectable TV ``target`` on the hardest event (``cap`` when out of reach)."""
+        where = self.hardest()
+        if where is None:
+            return SCREEN_ROWS
+        up, down = self.sides[where[0]]
+        p = float(self.stream.families[where[0]].expected[where[1]])
+        thr = min(up.log_threshold[where[1]], down.log_threshold[where[1]])
+        shift = target - self.stream.tolerance
+        if shift <= 0 or not math.isfinite(thr):
+            return cap
+        return samples_for_shift(shift, p, float(thr) + LN2, self.stream.tolerance, limit=cap)
+
+
+def plan_quota(ledger: _Ledger, level: Level, max_detectable_tv: float) -> int:
+    """Rows per stream for a level: enough for ``tv_factor * max_detectable_tv``, within its bounds."""
+    need = ledger.rows_for_tv(level.tv_factor * max_detectable_tv, level.max_rows)
+    return int(min(level.max_rows, max(level.min_rows, need)))
+
+
+class _Progress:
+    """One bar over every row of the run (tqdm), or one line per batch to a callable, or silence."""
+
+    def __init__(self, progress: Any, total: int):
+        self.say = progress if callable(progress) else None
+        self.bar = None
+        if progress is None:
+            progress = sys.stderr.isatty()
+        if progress is True:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="rows", desc="specproof check", file=sys.stderr,
+                            dynamic_ncols=True, unit_scale=True)
+
+    def batch(self, ledger: _Ledger, n: int, total: int) -> None:
+        if self.bar is not None:
+            if self.bar.total != total:
+                self.bar.total = total
+                self.bar.refresh()
+            self.bar.update(n)
+            self.bar.set_postfix_str(f"{ledger.stream.name}", refresh=False)
+        elif self.say is not None:
+            self.say(f"{ledger.stream.name}: {ledger.rows} rows, {ledger.rejected} events rejected")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | None = None,
+                level: str = "default", max_detectable_tv: float = 0.02, time_budget: float | None = None,
+                fail_fast: bool = False, progress: bool | Callable[[str], None] | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> EngineRun:
+    """Test every stream (module docstring).  ``rows``: a fixed quota per stream; else the ``level``'s
+    quota for ``max_detectable_tv``; ``time_budget``: seconds, quotas then set from the screening
+    pass's throughput so that the run ends within it (the quotas equalise the streams' detectable TV)."""
+    if not streams:
+        raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
+    if not 0 < alpha < 1:
+        raise SpecproofInputError("alpha", f"{alpha} is not in (0, 1)", "use e.g. 1e-6")
+    if level not in LEVELS:
+        raise SpecproofInputError("level", f"{level!r} is not a level", f"use one of {sorted(LEVELS)}")
+    if time_budget is not None and not (math.isfinite(time_budget) and time_budget > 0):
+        raise SpecproofInputError("time_budget", f"{time_budget!r} is not a positive number of seconds",
+                                  "pass e.g. 30")
+    start = clock()
+    ledgers = [_Ledger(s, thr) for s, thr in zip(streams, alpha_shares(streams, alpha))]
+    lvl = LEVELS[level]
+    for ledger in ledgers:
+        ledger.plan(rows if rows is not None else plan_quota(ledger, lvl, max_detectable_tv))
+    bar = _Progress(progress, sum(l.quota for l in ledgers))
+    first_flag: int | None = None
+    reason = "complete"
+    drawn = 0
+
+    def step(ledger: _Ledger, n: int) -> bool:
+        nonlocal drawn, first_flag
+        batch = ledger.stream.draw(n)
+        ledger.fold(batch)
+        drawn += batch.rows
+        ledger.evaluate()
+        if ledger.findings:
+            ledger.done = True
+            first_flag = drawn if first_flag is None else first_flag
+        if ledger.rows >= ledger.quota:
+            ledger.done = True
+        bar.batch(ledger, batch.rows, sum(l.quota if not l.done else l.rows for l in ledgers))
+        return bool(ledger.findings)
+
+    try:
+        for ledger in ledgers:  # screening: every stream is seen before any is followed
+            if step(ledger, min(SCREEN_ROWS, ledger.quota)) and fail_fast:
+                reason = "fail-fast"
+                break
+        if reason == "complete" and time_budget is not None:
+            _replan_for_budget(ledgers, time_budget - (clock() - start), clock() - start, drawn)
+        while reason == "complete":
+            open_ = [l for l in ledgers if not l.done]
+            if not open_:
+                break
+            if time_budget is not None and clock() - start >= time_budget:
+                reason = "time-budget"
+                break
+            ledger, n = _next_batch(open_)
+            if step(ledger, n) and fail_fast:
+                reason = "fail-fast"
+    finally:
+        bar.close()
+    reports = [l.report(stopped=bool(l.findings) and l.rows < l.quota) for l in ledgers]
+    return EngineRun(reports, drawn, clock() - start, reason, first_flag)
+
+
+def _next_batch(open_: list[_Ledger]) -> tuple[_Ledger, int]:
+    """The stream nearest a finding (if any is past FOCUS), else the one furthest behind its quota."""
+    leader = max(open_, key=lambda l: l.progress_ratio())
+    if leader.progress_ratio() >= FOCUS:
+        need = leader.rows_to_cross()
+        n = int(min(max(leader.rows, SCREEN_ROWS), max(64, 1.25 * need) if math.isfinite(need) else leader.rows))
+        return leader, max(1, min(n, MAX_BATCH, leader.quota - leader.rows))
+    behind = min(open_, key=lambda l: l.rows / max(l.quota, 1))
+    return behind, max(1, min(max(behind.rows, SCREEN_ROWS), MAX_BATCH, behind.quota - behind.rows))
+
+
+def _replan_for_budget(ledgers: list[_Ledger], remaining: float, spent: float, drawn: int) -> None:
+    """Quotas that fit ``remaining`` seconds at the screening pass's rate, split so that every stream
+    reaches the same detectable TV (rows in proportion to each stream's rows for a reference TV)."""
+    rate = drawn / max(spent, 1e-9)  # rows per second, harness included
+    budget_rows = max(0, int(0.9 * remaining * rate))
+    weights = [l.rows_for_tv(0.05, 10**8) for l in ledgers]
+    total = sum(weights) or 1
+    for ledger, w in zip(ledgers, weights):
+        if not ledger.done:
+            ledger.plan(ledger.rows + max(SCREEN_ROWS, budget_rows * w // total))
+
+
+def verdict_for(reports: Sequence[ScenarioReport], extra_findings: Sequence[Finding],
+                max_detectable_tv: float) -> Verdict:
+    """FAIL on any finding; else UNDERPOWERED where a stream cannot see ``max_detectable_tv``; else PASS."""
+    if any(r.findings for r in reports) or extra_findings:
+        return Verdict.FAIL
+    if max(r.detectable_tv for r in reports) > max_detectable_tv:
+        return Verdict.UNDERPOWERED
+    return Verdict.PASS
