@@ -41,7 +41,7 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
 
 __all__ = ["SCHEMES", "TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
-           "Tree", "sibling_row", "tree_law", "extensions", "continued", "prefix_marginals"]
+           "Tree", "sibling_row", "tree_law", "extensions", "continued", "conditionals"]
 
 SCHEMES = ("iid", "distinct", "topk")
 Law = tuple[Fraction, ...]
@@ -195,17 +195,19 @@ def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn) -> SequenceL
     return dict(walk((), -1))
 
 
-def prefix_marginals(pair: ToyPair) -> dict[tuple[int, ...], Fraction]:
-    """``P_target(first len(t) tokens = t)`` for every ``t`` of length 0..k+1 (positive or zero)."""
-    out: dict[tuple[int, ...], Fraction] = {(): Fraction(1)}
-    frontier = [()]
+def conditionals(pair: ToyPair, s: tuple[int, ...] = ()) -> dict[tuple[int, ...], Fraction]:
+    """``P_target(t | s)`` for every ``t`` of length up to ``k + 1`` extending ``s`` with positive
+    weight (``s`` itself with weight 1); ``s = ()`` gives the target's prefix marginals."""
+    out = {s: Fraction(1)}
+    frontier = [s]
     while frontier:
         prefix = frontier.pop()
         if len(prefix) == pair.k + 1:
             continue
         for t, w in enumerate(pair.target[prefix]):
-            out[prefix + (t,)] = out[prefix] * w
-            frontier.append(prefix + (t,))
+            if w:
+                out[prefix + (t,)] = out[prefix] * w
+                frontier.append(prefix + (t,))
     return out
 
 

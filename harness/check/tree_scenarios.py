@@ -21,6 +21,7 @@ import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
 import torch
 
 from specproof.proofs.errors import SpecproofInputError
@@ -79,7 +80,10 @@ class TreeBatch:
         return int(self.node_tokens.shape[0])
 
     def arguments(self, generator: torch.Generator) -> tuple:
-        return self.parents, self.draft_probs, self.target_probs, self.node_tokens.to(self.draft_probs.device), generator
+        """The verifier's arguments: fresh copies on every call (a verifier may write into its inputs)."""
+        dev = self.draft_probs.device
+        return (self.parents.clone(), self.draft_probs.clone(), self.target_probs.clone(),
+                self.node_tokens.to(dev, copy=True), generator)
 
 
 class TreeRealisation:
@@ -179,18 +183,19 @@ class TreeRealisation:
         parents_t = torch.tensor(parents, dtype=torch.int64, device=dev)
         return TreeBatch(tokens, parents_t, draft, target)
 
-    def zero_rows(self, emitted: torch.Tensor) -> torch.Tensor:
-        """Boolean ``[B]``: rows emitting a token of target probability 0 at its emitted prefix."""
+    def zero_positions(self, emitted: torch.Tensor) -> np.ndarray:
+        """``[B]`` int: 1-based position of the first emitted token of target probability 0 at its
+        emitted prefix (exact tables), 0 for rows without one."""
         n, width = emitted.shape
         lengths = (emitted >= 0).sum(dim=1)
         code = torch.zeros(n, dtype=torch.int64)
-        bad = torch.zeros(n, dtype=torch.bool)
+        first = torch.zeros(n, dtype=torch.int64)
         for j in range(width):
             inside = j < lengths
             token = emitted[:, j].clamp(min=0)
-            bad |= inside & self.target_zero[code, token]
+            first = torch.where((first == 0) & inside & self.target_zero[code, token], j + 1, first)
             code = torch.where(inside, self.offsets[j + 1] + (code - self.offsets[j]) * self.vocab + token, code)
-        return bad
+        return first.numpy()
 
 
 def tree_pair(vocab: int, depth: int, seed: int) -> ToyPair:

@@ -7,7 +7,10 @@ Each is :func:`~specproof.impls.verifiers.tree_rrs.tree_walk` with one step chan
 * :func:`tree_iid_assumed` - every sibling is verified with the first sibling's row, as if siblings
   were i.i.d. when they were drawn without replacement;
 * :func:`tree_reversed_siblings` - siblings are tried last index first, while each sibling's row is
-  its law *given the siblings before it in index order* (wrong sibling order).
+  its law *given the siblings before it in index order* (wrong sibling order);
+* :func:`tree_accept_ties` - accepts on ``u q(y) <= r(y)``: a draw ``u = 0`` (probability ``2^-24`` per
+  float32 draw) accepts a node token of target probability 0.  Its law equals the reference's for
+  continuous uniforms, so only the RNG edge injection can see it.
 
 Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
@@ -18,7 +21,7 @@ import torch
 
 from specproof.impls.verifiers.tree_rrs import tree_walk
 
-__all__ = ["tree_keep_tried", "tree_iid_assumed", "tree_reversed_siblings"]
+__all__ = ["tree_keep_tried", "tree_iid_assumed", "tree_reversed_siblings", "tree_accept_ties"]
 
 
 def tree_keep_tried(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
@@ -37,3 +40,9 @@ def tree_reversed_siblings(parents: torch.Tensor, draft_probs: torch.Tensor, tar
                            node_tokens: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Bug: siblings tried in reverse index order."""
     return tree_walk(parents, draft_probs, target_probs, node_tokens, generator, reverse=True)
+
+
+def tree_accept_ties(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+                     node_tokens: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Bug: ``<=`` in the acceptance test (``u = 0`` accepts a token the target rules out)."""
+    return tree_walk(parents, draft_probs, target_probs, node_tokens, generator, ties=True)

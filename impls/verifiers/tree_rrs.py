@@ -108,10 +108,11 @@ def _slot(table: torch.Tensor, cur: torch.Tensor, slot: int, node_tokens: torch.
 
 def tree_walk(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
               node_tokens: torch.Tensor, generator: torch.Generator, *, reverse: bool = False,
-              rows: str = "own", residual: str = "subtract") -> torch.Tensor:
+              rows: str = "own", residual: str = "subtract", ties: bool = False) -> torch.Tensor:
     """Recursive rejection sampling down the tree (module docstring); the options select a variant:
     ``reverse`` tries siblings last index first, ``rows`` is the row each sibling is verified with
-    (``"own"``, ``"first"``: the first sibling's), ``residual`` ``"subtract"`` or ``"keep"``."""
+    (``"own"``, ``"first"``: the first sibling's), ``residual`` ``"subtract"`` or ``"keep"``, ``ties``
+    accepts on ``u w(y) <= r(y)`` (wrong only when ``u = 0`` meets ``r(y) = 0``)."""
     (batch, nodes, vocab), table, depth, u, emitted, cur, active = _start(
         parents, draft_probs, target_probs, node_tokens, generator, reverse)
     device = draft_probs.device
@@ -128,7 +129,8 @@ def tree_walk(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: to
             w = draft_probs[arange, c] if rows == "own" else draft_probs[arange, first[cur + 1].clamp(min=0)]
             r_y = r.gather(-1, y.unsqueeze(-1)).squeeze(-1)
             w_y = w.gather(-1, y.unsqueeze(-1)).squeeze(-1)
-            accept = tried & (w_y > 0) & (u[arange, c] * w_y < r_y)
+            test = u[arange, c] * w_y
+            accept = tried & (w_y > 0) & ((test <= r_y) if ties else (test < r_y))
             emitted[:, level] = torch.where(accept, y, emitted[:, level])
             nxt = torch.where(accept, c, nxt)
             moved = moved | accept

@@ -1,0 +1,192 @@
+"""``check_tree``: is a tree / multi-draft verifier lossless?  (``specproof check --contract tree``)
+
+The verifier has the tree contract's signature (:mod:`.tree_contract`).  For each tree scenario
+(:func:`.tree_scenarios.default_tree_suite`: i.i.d., distinct and top-k siblings, depth 1 and 3) the
+harness draws node tokens from the exact sibling laws, hands the verifier its own copies of the
+inputs and reads the emitted path back; then
+
+1. the output contract (a violation is a usage error, exit 2);
+2. reproducibility: one batch twice with same-seeded generators must give the same output;
+3. RNG edge injection (CPU): the verifier runs under :class:`.injection.EdgeInjection`; any emitted
+   token of target probability 0, any path leaving the tree, or any exception under an injected edge
+   value the real generator produces is a certain finding;
+4. the statistical test: one :mod:`.tree_streams` stream per scenario, all handed to the one engine
+   (:func:`.engine.run_streams`: anytime-valid, family-wise ``alpha``), impossible outcomes certain.
+
+The verdict is the engine's (:func:`.engine.verdict_for`): FAIL on any finding, UNDERPOWERED when a
+scenario cannot see ``max_detectable_tv``, else PASS.
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.calls import ContractViolation, VerifierError, check_timeout, resolve_device
+from specproof.harness.check.engine import LEVELS, run_streams, verdict_for
+from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
+from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT, CheckResult, Finding)
+from specproof.harness.check.tree_contract import off_tree_rows
+from specproof.harness.check.tree_scenarios import TreeRealisation, TreeScenario, default_tree_suite
+from specproof.harness.check.tree_streams import TreeCaller, TreeStream, impossible_counts, tree_families
+from specproof.harness.exact.dtypes import dtype_name
+from specproof.harness.exact.rng_edges import DRAW_KINDS, EDGE_LABELS
+
+__all__ = ["check_tree", "tree_injection", "TREE_INJECTION_ROWS", "TREE_REPRODUCIBILITY_ROWS"]
+
+TREE_INJECTION_ROWS = 1024
+TREE_REPRODUCIBILITY_ROWS = 256
+_PREPARED: dict[tuple[int, str, str], tuple[TreeScenario, TreeRealisation, list]] = {}
+
+
+def _prepared(scenario: TreeScenario, dtype: str, device: str) -> tuple[TreeRealisation, list]:
+    """Realisation and families, cached (exact computations independent of the verifier)."""
+    key = (id(scenario), dtype, device)
+    hit = _PREPARED.get(key)
+    if hit is None or hit[0] is not scenario:
+        if len(_PREPARED) > 64:
+            _PREPARED.clear()
+        real = scenario.realise(dtype, device)
+        hit = _PREPARED[key] = (scenario, real, tree_families(real))
+    return hit[1], hit[2]
+
+
+def _bad_rows(real: TreeRealisation, batch: Any, emitted: torch.Tensor) -> np.ndarray:
+    return (real.zero_positions(emitted) > 0) | (off_tree_rows(emitted, real.tree.parents, batch.node_tokens) > 0)
+
+
+def _reproducibility(real: TreeRealisation, caller: TreeCaller, seed: int) -> list[Finding]:
+    batch = real.sample(TREE_REPRODUCIBILITY_ROWS, torch.Generator().manual_seed(seed % (2**63)))
+    call_seed = seed * 7_919 + 2**40
+    first, second = caller(real, batch, call_seed), caller(real, batch, call_seed)
+    differ = int((first != second).any(dim=1).sum())
+    if not differ:
+        return []
+    n = batch.rows
+    return [Finding(real.scenario.name, "reproducibility",
+                    f"two runs of the same {n}-row batch with same-seeded generators differ in {differ} rows: the "
+                    "verifier draws randomness the generator argument does not control (e.g. the global RNG); "
+                    "fix: pass generator=generator to every random call", 0.0, differ / n, 0.0, math.inf, 0.0, n)]
+
+
+def tree_injection(reals: list[TreeRealisation], caller: TreeCaller, seed: int, *,
+                   rows: int = TREE_INJECTION_ROWS, fraction: Fraction = DEFAULT_FRACTION,
+                   kinds: tuple[str, ...] = DRAW_KINDS) -> tuple[list[Finding], dict[str, Any]]:
+    """Per scenario: a baseline pass recording the verifier's draws, then one pass per injectable kind
+    seen and edge label writing that edge into ``fraction`` of the entries.  Rows failing (probability-0
+    token, off-tree path) under injection and not in the baseline, or an exception under injection,
+    are certain findings; each failing pass is run again to state whether it reproduces."""
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    passes = 0
+    for index, real in enumerate(reals):
+        call_seed = (seed * 1_000_003 + index) % (2**63)
+        batch = real.sample(rows, torch.Generator().manual_seed(call_seed))
+
+        def run(mode: EdgeInjection) -> torch.Tensor:
+            with torch.random.fork_rng(devices=[]):
+                torch.random.default_generator.manual_seed(call_seed)  # a global-RNG verifier reproduces too
+                with mode:
+                    return caller(real, batch, call_seed)
+
+        baseline = EdgeInjection()
+        base_bad = _bad_rows(real, batch, run(baseline))
+        passes += 1
+        drawn = sorted({r.kind for r in baseline.records if r.kind in kinds})
+        seen.update(drawn)
+        for kind in drawn:
+            for label in EDGE_LABELS[kind]:
+                passes += 1
+                where = f"under the injected {kind} edge '{label}' ({fraction} of the draws)"
+                try:
+                    out = run(EdgeInjection(kind, label, fraction, call_seed))
+                except (ContractViolation, VerifierError) as error:
+                    findings.append(Finding(real.scenario.name, "rng-injection", f"{where}: {error}", 0.0, 1.0,
+                                            0.0, math.inf, 0.0, rows))
+                    continue
+                new = _bad_rows(real, batch, out) & ~base_bad
+                if not new.any():
+                    continue
+                counts, first = impossible_counts(real, batch, out)
+                again = run(EdgeInjection(kind, label, fraction, call_seed))
+                repro = "reproduces" if bool((again == out).all()) else "does NOT reproduce"
+                row = int(np.flatnonzero(new)[0])
+                what = "; ".join(f"{label_} ({n} rows)" for label_, n in counts.items() if n)
+                findings.append(Finding(
+                    real.scenario.name, "rng-injection",
+                    f"{where}: {what}; e.g. node tokens {batch.node_tokens[row].tolist()} -> emitted "
+                    f"{out[row].tolist()}; the pass {repro}", 0.0, float(new.sum()) / rows, 0.0, math.inf, 0.0,
+                    rows, position=min(first.values()) if first else None))
+    summary = {"scenarios": [r.scenario.name for r in reals], "rows": rows, "fraction": str(fraction),
+               "passes": passes, "kinds_seen": sorted(seen), "findings": len(findings)}
+    return findings, summary
+
+
+def _injection_text(summary: dict[str, Any]) -> str:
+    if not summary["kinds_seen"]:
+        return ("RNG edge injection: no injectable draw seen (the verifier draws nothing through torch.rand / "
+                "exponential_ on the CPU); not flagged")
+    state = f"{summary['findings']} findings" if summary["findings"] else "not flagged"
+    return (f"RNG edge injection: {summary['passes']} passes over {len(summary['scenarios'])} tree scenarios "
+            f"({', '.join(summary['kinds_seen'])} draws, {summary['rows']} rows each): {state}")
+
+
+def check_tree(verify: Callable[..., Any], *, dtype: Any = "float32", device: str = "cpu", seed: int = 0,
+               samples: int | None = None, level: str = "default", alpha: float = 1e-6,
+               timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False,
+               max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV, time_budget: float | None = None,
+               progress: bool | Callable[[str], None] | None = None, inject: bool = True,
+               scenarios: list[TreeScenario] | None = None, hard_timeout: bool = False) -> CheckResult:
+    """Check a tree-contract verifier (module docstring).  ``samples``: fixed rows per scenario, else
+    the ``level``'s quota for ``max_detectable_tv``; ``inject``: run the RNG edge injection (CPU only);
+    ``timeout``: seconds per verifier call; ``hard_timeout``: end the process when a verifier ignores it."""
+    name = dtype_name(dtype)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 64):
+        raise SpecproofInputError("samples", f"{samples!r} rows per scenario is too few", "use at least 64")
+    if level not in LEVELS:
+        raise SpecproofInputError("level", f"{level!r} is not a level", f"use one of {sorted(LEVELS)}")
+    if not (isinstance(max_detectable_tv, (int, float)) and 0 < max_detectable_tv <= 1):
+        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
+                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
+    check_timeout(timeout)
+    torch_device = resolve_device(device)
+    suite = list(scenarios) if scenarios is not None else default_tree_suite()
+    if not suite:
+        raise SpecproofInputError("scenarios", "is empty", "pass at least one tree scenario")
+    start = time.perf_counter()
+    prepared = [_prepared(s, name, str(torch_device)) for s in suite]
+    reals = [real for real, _ in prepared]
+    caller = TreeCaller(verify, torch_device, timeout, hard_timeout)
+    extra = _reproducibility(reals[0], caller, seed)
+    injection, injection_text, injection_findings = None, None, []
+    if inject and torch_device.type == "cpu":
+        injection_findings, injection = tree_injection(reals, caller, seed)
+        injection_text = _injection_text(injection)
+    elif inject:
+        injection_text = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
+    streams = [TreeStream(real, caller, seed, index, families) for index, (real, families) in enumerate(prepared)]
+    certain = extra + injection_findings
+    reports, rows_first, reason = [], None, "fail-fast"
+    if not (certain and fail_fast):
+        run = run_streams(streams, alpha=alpha, rows=samples, level=level, max_detectable_tv=max_detectable_tv,
+                          time_budget=time_budget, fail_fast=fail_fast, progress=progress)
+        reports, rows_first, reason = run.reports, run.rows_at_first_flag, run.stop_reason
+    verdict = verdict_for(reports, certain, max_detectable_tv)  # FAIL before reading reports when certain
+    total = time.perf_counter() - start
+    return CheckResult(verdict=verdict, dtype=name, device=str(torch_device), seed=seed, alpha=alpha,
+                       samples=samples or 0, rule=None, scenarios=reports, verifier_seconds=caller.seconds,
+                       harness_seconds=total - caller.seconds, max_detectable_tv=float(max_detectable_tv),
+                       reproducibility=extra, level=level if samples is None else "samples", stop_reason=reason,
+                       rows_at_first_flag=rows_first, injection=injection, injection_summary=injection_text,
+                       injection_findings=injection_findings, time_budget=time_budget)

@@ -1,0 +1,186 @@
+"""Tree scenarios as streams of the one statistical engine (:mod:`.engine`): families, band, draw.
+
+Families (row key: the emitted sequence's code, :func:`.events.sequence_keys` with ``k = D``):
+
+* ``lossless`` - for every ``t`` of length ``1..D+1`` the event "the emitted sequence, continued by
+  target sampling, starts with ``t``", of exact probability ``P_target(t)``.  A row that emitted ``s``
+  contributes ``1`` if ``t`` is a prefix of ``s``, ``P_target(t | s)`` if ``s`` is a proper prefix of
+  ``t`` (the continuation is never sampled: Rao-Blackwellisation), else 0.  Lossless iff all hold.
+* ``bug-class`` - for each known incorrect tree rule (:data:`.tree_laws.TREE_MUTANT_RULES`) whose
+  continued law differs on this scenario, its excess set ``{u : P_bad(u) > P_target(u)}`` over
+  ``D+1``-token sequences (the most powerful single event against that rule), computed exactly on
+  the realised tables.
+
+Null band.  The verifier reads rounded rows in the dtype under test; along a row at most ``N``
+sibling tests and residual updates and one final draw happen, each at most one verification step's
+drift (:func:`harness.exact.tolerances.step_tolerance`); total variation is subadditive, so
+``tau = min(1, (N + 1) tau_step)``.
+
+Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the
+harness's exact tables), and tokens before the last that leave the row's tree
+(:func:`.tree_contract.off_tree_rows`).
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from specproof.proofs.laws.sequences import law_tv, target_law
+
+from specproof.harness.check.calls import call_verifier
+from specproof.harness.check.engine import RowBatch
+from specproof.harness.check.events import EventFamily, first_difference, sequence_keys
+from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
+from specproof.harness.check.tree_laws import TREE_MUTANT_RULES, conditionals, continued, extensions, tree_law
+from specproof.harness.check.tree_scenarios import TreeBatch, TreeRealisation
+from specproof.harness.exact.tolerances import step_tolerance
+
+__all__ = ["ZERO_TOKEN", "OFF_TREE", "tree_tolerance", "tree_families", "TreeCaller", "TreeStream", "impossible_counts"]
+
+ZERO_TOKEN = "emitted a token of target probability 0 at its prefix"
+OFF_TREE = "emitted tokens before the last that leave the tree"
+MAX_CALL_ROWS = 8192
+
+
+def tree_tolerance(dtype: str, vocab: int, nodes: int) -> Fraction:
+    """``min(1, (N + 1) tau_step)`` (module docstring)."""
+    return min(Fraction(1), (nodes + 1) * step_tolerance(dtype, vocab))
+
+
+def _sequences(vocab: int, depth: int) -> list[tuple[int, ...]]:
+    """Sequences of length 1..D+1 in key order (:func:`.events.sequence_keys`)."""
+    return [s for length in range(1, depth + 2) for s in itertools.product(range(vocab), repeat=length)]
+
+
+def _lossless(real: TreeRealisation, seqs: list[tuple[int, ...]]) -> EventFamily:
+    index = {s: i for i, s in enumerate(seqs)}
+    matrix = np.zeros((len(seqs), len(seqs)))
+    for row, s in enumerate(seqs):
+        for j in range(1, len(s) + 1):
+            matrix[row, index[s[:j]]] = 1.0
+        for t, w in conditionals(real.pair, s).items():
+            matrix[row, index[t]] = float(w)
+    marginal = conditionals(real.pair)
+    expected = [marginal.get(t, Fraction(0)) for t in seqs]
+    v, d = real.vocab, real.depth
+    return EventFamily(
+        name="lossless", key=lambda e: sequence_keys(e, v, v, d), n_keys=len(seqs), matrix=matrix,
+        expected=np.array([float(x) for x in expected]),
+        names=[f"first {len(t)} tokens (continued by the target) = {t}" for t in seqs],
+        zero_tolerance=np.array([x == 0 for x in expected]), positions={i: len(t) for i, t in enumerate(seqs)})
+
+
+def _bug_class(real: TreeRealisation, seqs: list[tuple[int, ...]]) -> EventFamily | None:
+    reference = target_law(real.pair)
+    events, names, tvs, expected, rules, positions = [], [], {}, [], {}, {}
+    for rule in TREE_MUTANT_RULES:
+        bad = continued(real.pair, tree_law(real.pair, real.tree, rule, real.row))
+        tv = law_tv(bad, reference)
+        excess = {u for u, w in bad.items() if w > reference.get(u, Fraction(0))}
+        if not tv or not excess:
+            continue
+        e = len(events)
+        tvs[e], rules[e] = tv, rule.name
+        first = first_difference(bad, reference, real.depth + 1)
+        if first is not None:
+            positions[e] = first
+        events.append(excess)
+        names.append(f"excess set of '{rule.name}' (exact TV {float(tv):.4g})")
+        expected.append(sum((reference.get(u, Fraction(0)) for u in excess), Fraction(0)))
+    if not events:
+        return None
+    matrix = np.zeros((len(seqs), len(events)))
+    for row, s in enumerate(seqs):
+        for u, w in extensions(real.pair, s):
+            for e, members in enumerate(events):
+                if u in members:
+                    matrix[row, e] += float(w)
+    v, d = real.vocab, real.depth
+    return EventFamily(
+        name="bug-class", key=lambda em: sequence_keys(em, v, v, d), n_keys=len(seqs), matrix=matrix,
+        expected=np.array([float(x) for x in expected]), names=names,
+        zero_tolerance=np.array([x == 0 for x in expected]), exact_tv=tvs, rules=rules, positions=positions)
+
+
+def tree_families(real: TreeRealisation) -> list[EventFamily]:
+    """The families tested on one realised tree scenario (module docstring)."""
+    seqs = _sequences(real.vocab, real.depth)
+    families = [_lossless(real, seqs)]
+    bug = _bug_class(real, seqs)
+    if bug is not None:
+        families.append(bug)
+    return families
+
+
+class TreeCaller:
+    """Calls the tree verifier on one batch (its own copies), under the time limit; counts seconds."""
+
+    def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
+        self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
+        self.seconds = 0.0
+
+    def __call__(self, real: TreeRealisation, batch: TreeBatch, seed: int) -> torch.Tensor:
+        gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
+        t0 = time.perf_counter()
+        out = call_verifier(self.verify, batch.arguments(gen), self.timeout, real.scenario.name, self.hard)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.seconds += time.perf_counter() - t0
+        return validate_tree_output(out, batch.rows, real.depth, real.vocab, real.scenario.name)
+
+
+def impossible_counts(real: TreeRealisation, batch: TreeBatch, emitted: torch.Tensor) -> tuple[dict, dict]:
+    """``({label: rows}, {label: earliest 1-based position})`` of the two impossible outcomes."""
+    zero = real.zero_positions(emitted)
+    off = off_tree_rows(emitted, real.tree.parents, batch.node_tokens)
+    counts, first = {}, {}
+    for label, pos in ((ZERO_TOKEN, zero), (OFF_TREE, off)):
+        hit = pos[pos > 0]
+        counts[label] = int(hit.size)
+        if hit.size:
+            first[label] = int(hit.min())
+    return counts, first
+
+
+class TreeStream:
+    """One tree scenario as an engine stream (:class:`.engine.Stream`)."""
+
+    impossible_labels = (ZERO_TOKEN, OFF_TREE)
+
+    def __init__(self, real: TreeRealisation, caller: TreeCaller, seed: int, index: int,
+                 families: list[EventFamily] | None = None):
+        self.real, self.caller, self.index, self.seed = real, caller, index, seed
+        self.name, self.vocab, self.k = real.scenario.name, real.vocab, real.depth
+        self.families = tree_families(real) if families is None else families
+        self.tolerance = float(tree_tolerance(real.dtype, real.vocab, len(real.tree.parents)))
+        self.generator = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
+        self.notes: dict[str, str] = {}
+        self.drawn = 0
+
+    def draw(self, rows: int) -> RowBatch:
+        counts = [np.zeros(f.n_keys) for f in self.families]
+        impossible = {label: 0 for label in self.impossible_labels}
+        first: dict[str, int] = {}
+        done = 0
+        while done < rows:
+            n = min(MAX_CALL_ROWS, rows - done)
+            batch = self.real.sample(n, self.generator)
+            emitted = self.caller(self.real, batch, self.seed * 7_919 + self.index * 104_729 + self.drawn)
+            more, pos = impossible_counts(self.real, batch, emitted)
+            for label, c in more.items():
+                impossible[label] += c
+            for label, p in pos.items():
+                first[label] = min(first.get(label, p), p)
+            for fam, cnt in zip(self.families, counts):
+                cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
+            done += n
+            self.drawn += n
+        return RowBatch(rows, counts, {k: v for k, v in impossible.items() if v}, first)

@@ -1,0 +1,211 @@
+"""check_tree: sampling, the output contract, streams through the one engine, verdicts, injection, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+import torch
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.calls import ContractViolation, VerifierError
+from specproof.harness.check.result import Verdict
+from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
+from specproof.harness.check.tree_laws import SCHEMES
+from specproof.harness.check.tree_runner import check_tree
+from specproof.harness.check.tree_scenarios import default_tree_suite
+from specproof.harness.check.tree_streams import OFF_TREE, ZERO_TOKEN, TreeCaller, TreeStream, tree_tolerance
+from specproof.impls.verifiers.tree_mutants import (tree_accept_ties, tree_iid_assumed, tree_keep_tried,
+                                                    tree_reversed_siblings)
+from specproof.impls.verifiers.tree_rrs import tree_rrs, tree_target_only
+
+SUITE = {s.name: s for s in default_tree_suite()}
+
+
+def _suite(*schemes: str) -> list:
+    return [s for s in SUITE.values() if s.scheme in schemes]
+
+
+def _within(freq: float, p: float, n: int) -> bool:
+    """Six binomial standard deviations (plus one count): a fixed-seed check, not a tuned one."""
+    return abs(freq - p) <= 6 * math.sqrt(p * (1 - p) / n) + 1 / n
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_node_tokens_follow_the_exact_sibling_laws(name):
+    real = SUITE[name].realise("float32")
+    n = 4000
+    batch = real.sample(n, torch.Generator().manual_seed(3))
+    kids = real.tree.children(-1)
+    first, second = batch.node_tokens[:, kids[0]], batch.node_tokens[:, kids[1]]
+    for x, px in enumerate(real.row((), (), 0)):
+        if px == 0:
+            assert not bool((first == x).any())
+            continue
+        assert _within(float((first == x).float().mean()), float(px), n)
+        given = second[first == x]  # the second sibling given the first: its own row (scheme)
+        for y, py in enumerate(real.row((), (x,), 1)):
+            assert _within(float((given == y).float().mean()), float(py), given.numel())
+    assert batch.draft_probs.dtype == torch.float32 and batch.target_probs.shape[1] == len(real.tree.parents) + 1
+
+
+def test_the_verifier_gets_fresh_copies():
+    real = SUITE["tree-iid-star"].realise("float32")
+    batch = real.sample(8, torch.Generator().manual_seed(0))
+    a, b = batch.arguments(torch.Generator()), batch.arguments(torch.Generator())
+    assert all(x is not y and torch.equal(x, y) for x, y in zip(a[:4], b[:4]))
+    a[3].fill_(0)
+    assert not torch.equal(a[3], batch.node_tokens)
+
+
+def test_off_tree_and_zero_positions():
+    parents = (-1, -1, 0, 0, 2)
+    nodes = torch.tensor([[1, 2, 3, 4, 0]]).expand(4, 5)
+    emitted = torch.tensor([[3, 0, -1, -1], [1, 3, 0, 2], [1, 4, 0, 2], [2, 1, -1, -1]])
+    assert off_tree_rows(emitted, parents, nodes).tolist() == [1, 0, 3, 0]
+    real = SUITE["tree-iid-star"].realise("float32")
+    zeros = [t for t, p in enumerate(real.pair.target[()]) if p == 0]
+    assert zeros, "the scenario needs a token of target probability 0"
+    out = torch.tensor([[zeros[0], -1], [next(t for t in range(5) if t not in zeros), -1]])
+    assert real.zero_positions(out).tolist() == [1, 0]
+
+
+def test_tolerance_is_the_step_tolerance_per_node_plus_one():
+    assert tree_tolerance("float32", 4, 6) == 7 * (Fraction(1, 2**24) * (1 + 2 + 7))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda p, d, t, n, g: torch.zeros((n.shape[0], 1), dtype=torch.int64), "shape"),
+    (lambda p, d, t, n, g: torch.zeros((n.shape[0], 2), dtype=torch.int32), "dtype"),
+    (lambda p, d, t, n, g: torch.tensor([[-1, 0]]).expand(n.shape[0], 2).clone(), "no token"),
+    (lambda p, d, t, n, g: "tokens", "not a tensor"),
+])
+def test_output_contract_violations_are_usage_errors(bad, match):
+    with pytest.raises(ContractViolation, match=match):
+        check_tree(bad, samples=64, inject=False, scenarios=[SUITE["tree-iid-star"]], progress=False)
+
+
+def test_a_raising_verifier_is_a_usage_error():
+    def boom(*args):
+        raise RuntimeError("no")
+
+    with pytest.raises(VerifierError, match="RuntimeError: no"):
+        check_tree(boom, samples=64, inject=False, scenarios=[SUITE["tree-iid-star"]], progress=False)
+
+
+def test_bad_arguments_name_the_argument():
+    for kwargs, argument in (({"samples": 10}, "samples"), ({"seed": -1}, "seed"), ({"level": "x"}, "level"),
+                             ({"max_detectable_tv": 2}, "max_detectable_tv"), ({"scenarios": []}, "scenarios")):
+        with pytest.raises(SpecproofInputError) as info:
+            check_tree(tree_rrs, inject=False, progress=False, **kwargs)
+        assert info.value.argument == argument
+
+
+def test_stream_draws_counts_for_every_family_and_certain_impossible_outcomes():
+    real = SUITE["tree-iid-star"].realise("float32")
+    zero = next(t for t, p in enumerate(real.pair.target[()]) if p == 0)
+
+    def emits_a_zero(parents, d, t, nodes, g):
+        out = tree_rrs(parents, d, t, nodes, g)
+        out[:5, 0] = zero
+        return out
+
+    stream = TreeStream(real, TreeCaller(emits_a_zero, torch.device("cpu"), None, False), 0, 0)
+    batch = stream.draw(300)
+    assert batch.rows == 300 and all(int(c.sum()) == 300 for c in batch.counts)
+    assert batch.impossible.get(ZERO_TOKEN, 0) >= 5 and batch.first_position[ZERO_TOKEN] == 1
+    assert {f.name for f in stream.families} == {"lossless", "bug-class"}
+
+
+def test_an_off_tree_path_is_a_certain_finding():
+    def wanders(parents, d, t, nodes, g):
+        out = tree_rrs(parents, d, t, nodes, g)
+        out[:, 0] = (nodes[:, 0] + 1) % d.shape[-1]  # a first token no root child holds (mostly)
+        out[:, 1] = 0
+        return out
+
+    result = check_tree(wanders, samples=256, inject=False, scenarios=[SUITE["tree-topk-deep"]], progress=False)
+    assert result.verdict is Verdict.FAIL
+    assert any(f.event == OFF_TREE and f.certain for f in result.findings)
+
+
+@pytest.mark.parametrize("mutant, schemes", [(tree_keep_tried, ("iid",)), (tree_iid_assumed, ("distinct",)),
+                                             (tree_reversed_siblings, ("distinct",))])
+def test_tree_mutants_are_flagged(mutant, schemes):
+    result = check_tree(mutant, samples=4096, fail_fast=True, inject=False, scenarios=_suite(*schemes),
+                        progress=False)
+    assert result.verdict is Verdict.FAIL and result.findings
+    assert all(not f.certain for f in result.findings)  # statistical, through the engine's evidence
+
+
+@pytest.mark.parametrize("reference", [tree_rrs, tree_target_only])
+def test_tree_references_show_no_finding(reference):
+    result = check_tree(reference, samples=2048, inject=False, progress=False)
+    assert not result.findings and result.verdict is Verdict.UNDERPOWERED  # 2048 rows cannot state 0.02
+    assert all(r.rows == 2048 for r in result.scenarios)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reference", [tree_rrs, tree_target_only])
+def test_tree_references_pass_at_the_default_level(reference):
+    result = check_tree(reference, progress=False)
+    assert result.verdict is Verdict.PASS, result.summary()
+
+
+def test_injection_finds_the_tie_bug_the_statistics_cannot_see():
+    result = check_tree(tree_accept_ties, samples=256, scenarios=_suite("iid", "distinct"), progress=False)
+    assert result.injection_findings and all(f.certain and f.family == "rng-injection"
+                                             for f in result.injection_findings)
+    assert "zero" in result.injection_findings[0].event and result.verdict is Verdict.FAIL
+    clean = check_tree(tree_rrs, samples=256, scenarios=_suite("iid"), progress=False)
+    assert not clean.injection_findings and "not flagged" in clean.injection_summary
+
+
+def test_a_verifier_on_the_global_rng_is_not_reproducible():
+    def global_rng(parents, d, t, nodes, g):
+        return tree_rrs(parents, d, t, nodes, torch.Generator().manual_seed(int(torch.randint(0, 2**30, ()))))
+
+    result = check_tree(global_rng, samples=64, inject=False, fail_fast=True, scenarios=[SUITE["tree-iid-star"]],
+                        progress=False)
+    assert result.verdict is Verdict.FAIL and result.reproducibility
+
+
+# -- CLI module -----------------------------------------------------------------------------------
+
+def _args(target: str, **extra) -> argparse.Namespace:
+    base = dict(target=target, dtype="float32", device="cpu", seed=0, samples=None, alpha=1e-6, timeout=120.0,
+                max_detectable_tv=0.02, fail_fast=True, no_inject=True, adapter=None, rule=None, thorough=False,
+                time_budget=None, json=None, quiet=True, siblings="iid")
+    base.update(extra)
+    return argparse.Namespace(**base)
+
+
+def test_cli_module_imports_without_torch_and_adds_only_its_flags():
+    code = "import sys, specproof.harness.cli.check_tree as m; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    from specproof.harness.cli import check_tree as cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_options(parser)
+    assert {a.dest for a in parser._actions} == {"help", "siblings"}
+    assert cli.SCHEMES == SCHEMES
+
+
+def test_cli_run_exit_codes_and_usage_errors(tmp_path, capsys):
+    from specproof.harness.cli import check_tree as cli
+
+    out = tmp_path / "tree.json"
+    assert cli.run(_args("specproof.impls.verifiers.tree_mutants:tree_keep_tried", json=str(out))) == 1
+    assert out.exists() and "FAIL" in capsys.readouterr().out
+    for args, flag in ((_args("x:y", siblings="iid,nope"), "--siblings"), (_args("x:y", rule="canonical"), "--rule"),
+                       (_args("specproof.impls.verifiers.tree_rrs:children_table"), "TARGET"),
+                       (_args("specproof.impls.verifiers.tree_rrs:tree_rrs", adapter="vllm-v1"), "--adapter"),
+                       (_args("x:y", samples=3), "--samples")):
+        with pytest.raises(SpecproofInputError) as info:
+            cli.run(args)
+        assert info.value.argument == flag

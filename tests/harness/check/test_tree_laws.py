@@ -1,0 +1,162 @@
+"""Exact tree laws: against brute-force enumeration, the lossless theorem, the proofs' RRS, the mutants."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from specproof.proofs.arith.exact import ExactArith
+from specproof.proofs.errors import SpecproofInputError
+from specproof.proofs.laws.multidraft import recursive_rejection_law
+from specproof.proofs.laws.sequences import ToyPair, law_tv, target_law
+
+from specproof.harness.check.tree_laws import (SCHEMES, TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, Tree,
+                                               TreeRule, conditionals, continued, sibling_row, tree_law, tree_rule)
+from specproof.harness.check.tree_scenarios import default_tree_suite, tree_pair
+
+ALL_RULES = (TREE_REFERENCE, TREE_TARGET_ONLY, *TREE_MUTANT_RULES)
+
+
+def _rows(pair: ToyPair, scheme: str):
+    return lambda prefix, tried, j: sibling_row(pair.draft[prefix], scheme, tried, j)
+
+
+def brute_force_law(pair: ToyPair, tree: Tree, scheme: str, rule: TreeRule) -> dict:
+    """Enumerate every joint assignment of all N node tokens (with its probability), then every
+    accept/reject outcome of the walk on that assignment: a global enumeration, unlike tree_law's
+    recursion per node."""
+    n, v = len(tree.parents), pair.vocab
+    depths = tree.depths()
+    law: dict = {}
+
+    def path(assign: tuple[int, ...], node: int) -> tuple[int, ...]:
+        out = []
+        while node >= 0:
+            out.append(assign[node])
+            node = tree.parents[node]
+        return tuple(reversed(out))
+
+    for assign in itertools.product(range(v), repeat=n):
+        prob, rows = Fraction(1), {}
+        for i in range(n):
+            parent = tree.parents[i]
+            prefix = path(assign, parent) if parent >= 0 else ()
+            earlier = [j for j in tree.children(parent) if j < i]
+            row = sibling_row(pair.draft[prefix], scheme, tuple(assign[j] for j in earlier), len(earlier))
+            rows[i] = row
+            prob *= row[assign[i]]
+            if not prob:
+                break
+        if not prob:
+            continue
+
+        def emit(node: int, prefix: tuple[int, ...], weight: Fraction) -> None:
+            kids = list(tree.children(node))
+            p = pair.target[prefix]
+            r = p
+            if rule.order == "reverse":
+                kids = kids[::-1]
+            first = tree.children(node)[0] if kids else None
+            for c in kids:
+                y = assign[c]
+                w = {"own": rows[c], "first": rows[first] if first is not None else None}.get(rule.rows)
+                if w is None:
+                    w = tuple(Fraction(int(t == y)) for t in range(v))
+                a = min(Fraction(1), r[y] / w[y]) if w[y] else Fraction(0)
+                if a:
+                    emit(c, prefix + (y,), weight * a)
+                weight *= 1 - a
+                if rule.residual == "subtract":
+                    rest = [max(Fraction(0), x - z) for x, z in zip(r, w)]
+                    total = sum(rest)
+                    r = tuple(x / total for x in rest) if total else p
+            for t, x in enumerate(r):
+                if weight * x:
+                    law[prefix + (t,)] = law.get(prefix + (t,), Fraction(0)) + prob * weight * x
+
+        emit(-1, (), Fraction(1))
+        assert max(depths) == pair.k
+    return law
+
+
+@st.composite
+def small_trees(draw):
+    n = draw(st.integers(1, 4))
+    parents = []
+    for i in range(n):
+        parents.append(draw(st.integers(-1, i - 1)))
+    tree = Tree(tuple(parents))
+    vocab = draw(st.integers(2, 3))
+    scheme = draw(st.sampled_from(SCHEMES))
+    if scheme in ("topk", "distinct") and tree.widest > vocab:
+        scheme = "iid"
+    seed = draw(st.integers(0, 10_000))
+    pair = tree_pair(vocab, tree.depth, seed) if scheme == "distinct" else ToyPair.random(vocab, tree.depth, seed)
+    return tree, scheme, pair
+
+
+@settings(deadline=None, max_examples=40)
+@given(small_trees(), st.sampled_from(ALL_RULES))
+def test_tree_law_equals_brute_force_enumeration(case, rule):
+    tree, scheme, pair = case
+    law = tree_law(pair, tree, rule, _rows(pair, scheme))
+    assert law == {s: w for s, w in brute_force_law(pair, tree, scheme, rule).items() if w}
+    assert sum(law.values()) == 1
+
+
+@settings(deadline=None, max_examples=40)
+@given(small_trees())
+def test_exact_rules_are_lossless_on_every_small_tree(case):
+    tree, scheme, pair = case
+    for rule in (TREE_REFERENCE, TREE_TARGET_ONLY):
+        assert continued(pair, tree_law(pair, tree, rule, _rows(pair, scheme))) == target_law(pair)
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+def test_star_tree_first_token_is_the_proofs_recursive_rejection_law(replacement):
+    p = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 8), Fraction(1, 8))
+    q = (Fraction(1, 8), Fraction(3, 8), Fraction(1, 4), Fraction(1, 4))
+    pair = ToyPair.context_free(p, q, 1)
+    tree = Tree((-1, -1, -1))
+    law = tree_law(pair, tree, TREE_REFERENCE, _rows(pair, "iid" if replacement else "distinct"))
+    first = [sum((w for s, w in law.items() if s[0] == t), Fraction(0)) for t in range(4)]
+    assert tuple(first) == tuple(recursive_rejection_law(ExactArith(), p, q, 3, replacement=replacement))
+
+
+def test_every_mutant_is_lossy_on_some_default_scenario_and_the_references_on_none():
+    lossy = {rule.name: [] for rule in ALL_RULES}
+    for scenario in default_tree_suite():
+        real = scenario.realise("float32")
+        reference = target_law(real.pair)
+        for rule in ALL_RULES:
+            tv = law_tv(continued(real.pair, tree_law(real.pair, real.tree, rule, real.row)), reference)
+            if tv:
+                lossy[rule.name].append(scenario.name)
+    assert not lossy["tree-rrs"] and not lossy["tree-target-only"]
+    assert lossy["tree-keep-tried"] and lossy["tree-iid-assumed"] and lossy["tree-reversed-siblings"]
+    # i.i.d. siblings are exchangeable: order and the i.i.d. assumption only matter without replacement
+    assert all("distinct" in name for name in lossy["tree-iid-assumed"] + lossy["tree-reversed-siblings"])
+
+
+def test_sibling_rows_and_refusals():
+    q = (Fraction(1, 2), Fraction(1, 2), Fraction(0))
+    assert sibling_row(q, "distinct", (0,), 1) == (0, 1, 0)
+    assert sibling_row(q, "topk", (), 1) == (0, 1, 0)  # ties: lower id first
+    with pytest.raises(SpecproofInputError, match="no mass left"):
+        sibling_row(q, "distinct", (0, 1), 2)
+    with pytest.raises(SpecproofInputError, match="parents"):
+        Tree((0,))
+    with pytest.raises(SpecproofInputError, match="rule"):
+        tree_rule("nope")
+    pair = ToyPair.random(2, 1, 0)
+    assert conditionals(pair)[()] == 1 and sum(w for s, w in conditionals(pair).items() if len(s) == 2) == 1
+
+
+def test_a_chain_tree_is_the_canonical_round():
+    from specproof.proofs.laws.sequences import round_law
+
+    pair = ToyPair.random(3, 3, 5)
+    assert tree_law(pair, Tree((-1, 0, 1)), TREE_REFERENCE, _rows(pair, "iid")) == round_law(pair, "canonical")
