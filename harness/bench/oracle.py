@@ -24,8 +24,9 @@ the concave ``sum P log Q`` over that polytope.  It is solved by the barrier met
 Vandenberghe 2004, 11.3): ``phi_t = -sum_n (t P_n + 1) log Q_n - sum_x log(q(x) - E(x))`` is
 self-concordant (every coefficient is at least 1), minimised by damped Newton steps (which stay
 strictly feasible); the central point at ``t`` is within ``m / t`` of the optimum (``m``
-constraints), so the KL is bracketed by ``[KL_t - m/t, KL_t]`` and the lower end is reported (the
-conservative direction for ``N*``).  Optimality of ``Q*`` is the e-variable property
+constraints; centring stops at a Newton decrement below ``1e-5``, adding less than ``1 / t``), so the
+KL is bracketed by ``[KL_t - gap, KL_t]`` with ``gap = (m + 1) / t <= 1e-9`` and the lower end is
+reported (the conservative direction for ``N*``).  Optimality of ``Q*`` is the e-variable property
 ``E_P[Q / Q*] <= 1`` for every ``Q`` in ``L`` (Grunwald, de Heide, Koolen 2024): the likelihood ratio
 ``P / Q*`` is then an e-variable against every lossless law, so the sequential test that knows
 ``P_bad`` is valid against the whole composite null.
@@ -66,14 +67,13 @@ __all__ = ["ORACLE_ALPHA", "ORACLE_BETA", "LosslessPolytope", "Projection", "kl_
 
 ORACLE_ALPHA = 1e-6  # specproof's family-wise level
 ORACLE_BETA = 0.01  # miss probability of the impossible-outcome test
-GAP = 1e-12  # barrier duality gap at which the projection stops (nats)
+GAP = 1e-9  # barrier duality gap at which the projection stops (nats; below it float64 roundoff in phi_t ~ t stalls Newton)
 
 Seq = tuple[int, ...]
 
 
 def kl_divergence(p: Mapping[Seq, float], q: Mapping[Seq, float]) -> float:
-    """``KL(p || q) = sum p log(p / q)`` in nats (``inf`` where ``p > 0 = q``); ``p`` need not sum to 1
-    only if the caller wants the unnormalised sum."""
+    """``KL(p || q) = sum p log(p / q)`` in nats (``inf`` where ``p > 0 = q``; rounding below 0 is 0)."""
     total = 0.0
     for key, pk in p.items():
         pk = float(pk)
@@ -194,10 +194,20 @@ class Projection:
         return sum(p * float(other.get(s, 0.0)) / self.law[s] for s, p in self.conditioned.items())
 
 
+def _barrier(poly: LosslessPolytope, coef: np.ndarray, e: np.ndarray) -> float:
+    """``phi_t(e)`` (``coef = t P + 1``); ``inf`` outside the open polytope."""
+    q, slack = poly.A @ e + poly.b, poly.cap - e
+    if (q <= 0).any() or (slack <= 0).any():
+        return math.inf
+    return float(-(coef @ np.log(q)) - np.log(slack).sum())
+
+
 def _newton(poly: LosslessPolytope, weights: np.ndarray, e: np.ndarray, t: float) -> np.ndarray:
-    """Damped Newton minimisation of ``phi_t`` (module docstring) from the strictly feasible ``e``."""
+    """Newton minimisation of ``phi_t`` (module docstring) from the strictly feasible ``e``: a
+    backtracking line search (Armijo, staying inside) while the decrement ``lambda`` is at least 1/4,
+    the damped step ``1 / (1 + lambda)`` where roundoff stalls it, full steps once ``lambda < 1/4``."""
     coef = t * weights + 1.0
-    for _ in range(200):
+    for _ in range(100):
         q = poly.A @ e + poly.b
         slack = poly.cap - e
         grad = -poly.A.T @ (coef / q) + 1.0 / slack
@@ -206,10 +216,20 @@ def _newton(poly: LosslessPolytope, weights: np.ndarray, e: np.ndarray, t: float
             step = -np.linalg.solve(hess, grad)
         except np.linalg.LinAlgError:
             step = -np.linalg.lstsq(hess, grad, rcond=None)[0]
-        decrement = math.sqrt(max(float(-grad @ step), 0.0))
-        if decrement < 1e-10:
+        decrement2 = max(float(-grad @ step), 0.0)
+        if decrement2 < 1e-10:  # phi_t within 1e-10 of its minimum: f within 1e-10 / t
             break
-        e = e + step / (1.0 + decrement) if decrement > 0.25 else e + step
+        if decrement2 < 1 / 16:
+            e = e + step
+            continue
+        here, size = _barrier(poly, coef, e), 1.0
+        for _ in range(60):
+            if _barrier(poly, coef, e + size * step) <= here - 0.25 * size * decrement2:
+                break
+            size *= 0.5
+        else:
+            size = 1.0 / (1.0 + math.sqrt(decrement2))  # damped step: inside the Dikin ellipsoid
+        e = e + size * step
     return e
 
 
@@ -243,7 +263,7 @@ def project(p_bad: Mapping[Seq, Fraction | float], pair: ToyPair) -> Projection:
             t *= 20.0
     law = poly.law(e)
     kl_t = kl_divergence(conditioned, law)
-    gap = constraints / t if len(poly.variables) else 0.0
+    gap = (constraints + 1) / t if len(poly.variables) else 0.0  # m/t, plus the centring residual (< 1e-10 / t)
     return Projection(law, max(0.0, kl_t - gap), kl_t, gap, impossible, conditioned)
 
 

@@ -42,7 +42,9 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bench", help="benchmarks: exact reference, detection strength, throughput, proofs, scaling",
         description="Measure, in one run on this machine: the fast exact reference against plain "
-                    "Fractions, the rows specproof and two baselines need to flag each zoo member, "
+                    "Fractions, the rows specproof and two baselines need to flag each zoo member "
+                    "beside the oracle row count N* (the rows a sequential test that knows the member's "
+                    "exact law needs against every lossless law; printed per member with rows / N*), "
                     "check_verifier throughput and harness share, proof times, and fitted growth "
                     "exponents. Writes bench.json and bench.md (--only reference: reference.json).")
     options.add_out(parser, help="output folder (default reports/bench)", default=Path("reports/bench"),
