@@ -1,0 +1,188 @@
+"""Exact law of the ``N`` new tokens of a ``generate`` pipeline, and the event families tested on it.
+
+Law.  A lossless pipeline emits ``s = (s_1..s_N)`` with probability
+``P(s) = prod_j r_{key(s_<j)}[s_j]``, ``r_k = processed_law(target logits at k, sampling)``
+(:func:`specproof.harness.exact.sampling.processed_law`: certified softmax, exact masks, exact
+renormalisation); rows are computed once per distinct law key.  Prefixes are enumerated: refused
+beyond :data:`MAX_SEQUENCES` ``= 65,536`` sequences (``V^N``).
+
+Families (every row's key is a code of its tokens, ``code(s) = sum_j s_j V^(n-1-j)``):
+
+* ``lossless`` - prefix events ``{s_1..s_j = t}`` for ``j = 1..J``, ``J`` the longest prefix length
+  keeping at most :data:`MAX_PREFIX_EVENTS` events; an event of probability 0 is zero-tolerance.
+* ``pairs at tokens j-1, j`` - for ``j = 2..N``, each cell of the joint law of two consecutive tokens:
+  what a round-bookkeeping bug at a late position moves.
+
+Impossible outcome: a row whose sequence has probability 0 (some token is processed away at its
+prefix); its first such position is reported.
+
+Tolerance.  Each of the ``N`` tokens is, in a correct float pipeline, either an accepted draft (one
+draft draw, one acceptance test) or a round's final token (its rejected draft's draw and test, then
+the correction/bonus draw): at most ``2 tau_step`` in total variation per token
+(:func:`specproof.harness.exact.tolerances.step_tolerance` bounds one acceptance or draw with its row's
+softmax arithmetic), so ``tau = min(1, 2 N tau_step + extra)``, ``extra`` the model pair's own term.
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.events import EventFamily
+from specproof.harness.exact.convert import to_exact
+from specproof.harness.exact.sampling import Sampling, processed_law
+from specproof.harness.exact.tolerances import step_tolerance
+
+__all__ = ["PipelineLaw", "MAX_SEQUENCES", "MAX_PREFIX_EVENTS", "pipeline_tolerance", "sequence_codes_of",
+           "pipeline_families"]
+
+MAX_SEQUENCES = 65_536
+MAX_PREFIX_EVENTS = 1_000
+
+
+def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction = Fraction(0)) -> Fraction:
+    """``min(1, 2 N tau_step + extra)`` (module docstring)."""
+    return min(Fraction(1), 2 * new_tokens * step_tolerance(dtype, vocab) + extra)
+
+
+def sequence_codes_of(tokens: np.ndarray, vocab: int) -> np.ndarray:
+    """``code(s) = sum_j s_j V^(n-1-j)`` of each row of ``tokens [R, n]`` (int64)."""
+    code = np.zeros(tokens.shape[0], dtype=np.int64)
+    for j in range(tokens.shape[1]):
+        code = code * vocab + tokens[:, j]
+    return code
+
+
+@dataclass
+class PipelineLaw:
+    """Exact next-token laws by key, and the law of whole ``N``-token sequences."""
+
+    vocab: int
+    new_tokens: int
+    rows: dict[Any, tuple[Fraction, ...]]  # law key -> processed next-token law
+    keys: dict[tuple[int, ...], Any]  # prefix (length < N) -> law key
+    prefix: dict[tuple[int, ...], Fraction]  # every prefix of length 1..N -> exact probability
+
+    @classmethod
+    def build(cls, pair: Any, target: Any, sampling: Sampling, new_tokens: int, dtype: str,
+              argument: str = "new_tokens") -> "PipelineLaw":
+        vocab = int(pair.vocab)
+        if vocab ** new_tokens > MAX_SEQUENCES:
+            raise SpecproofInputError(argument, f"{vocab}^{new_tokens} = {vocab ** new_tokens} sequences exceed the "
+                                      f"exact enumeration's limit of {MAX_SEQUENCES:,}",
+                                      f"use at most {_longest(vocab)} new tokens with this vocabulary of {vocab}")
+        prefixes = [p for j in range(new_tokens) for p in itertools.product(range(vocab), repeat=j)]
+        keys = {p: pair.law_key(p) for p in prefixes}
+        first: dict[Any, tuple[int, ...]] = {}
+        for p, k in keys.items():
+            first.setdefault(k, p)
+        logits = pair.reference_logits(target, list(first.values()))
+        rows = {k: processed_law(_row(logits, i), sampling, dtype) for i, k in enumerate(first)}
+        prefix: dict[tuple[int, ...], Fraction] = {}
+        frontier: list[tuple[tuple[int, ...], Fraction]] = [((), Fraction(1))]
+        while frontier:
+            p, w = frontier.pop()
+            if len(p) == new_tokens:
+                continue
+            for token, r in enumerate(rows[keys[p]]):
+                ext = p + (token,)
+                prefix[ext] = w * r
+                if r:
+                    frontier.append((ext, w * r))
+        for p in list(prefix):  # extensions of impossible prefixes: probability 0
+            if not prefix[p] and len(p) < new_tokens:
+                for n in range(1, new_tokens - len(p) + 1):
+                    for tail in itertools.product(range(vocab), repeat=n):
+                        prefix[p + tail] = Fraction(0)
+        return cls(vocab, new_tokens, rows, keys, prefix)
+
+    def law(self) -> dict[tuple[int, ...], Fraction]:
+        """``P(s)`` of every ``N``-token sequence (zeros included)."""
+        return {s: w for s, w in self.prefix.items() if len(s) == self.new_tokens}
+
+    def next_law(self, prefix: tuple[int, ...]) -> tuple[Fraction, ...]:
+        return self.rows[self.keys[prefix]]
+
+    def first_zero(self) -> np.ndarray:
+        """``[V^N]`` int64: the first 1-based position whose token has probability 0, 0 when none."""
+        out = np.zeros(self.vocab ** self.new_tokens, dtype=np.int64)
+        for s in itertools.product(range(self.vocab), repeat=self.new_tokens):
+            for j in range(1, self.new_tokens + 1):
+                if not self.prefix[s[:j]]:
+                    out[_code(s, self.vocab)] = j
+                    break
+        return out
+
+
+def _longest(vocab: int) -> int:
+    n = 1
+    while vocab ** (n + 1) <= MAX_SEQUENCES:
+        n += 1
+    return n
+
+
+def _code(s: tuple[int, ...], vocab: int) -> int:
+    code = 0
+    for t in s:
+        code = code * vocab + t
+    return code
+
+
+def _row(logits: Any, i: int) -> tuple[Fraction, ...]:
+    row = logits[i]
+    return to_exact(row, "reference logits") if not isinstance(row, tuple) else row
+
+
+def _prefix_family(law: PipelineLaw) -> EventFamily:
+    v, n = law.vocab, law.new_tokens
+    depth = 1
+    while depth < n and sum(v ** j for j in range(1, depth + 2)) <= MAX_PREFIX_EVENTS:
+        depth += 1
+    events = [t for j in range(1, depth + 1) for t in itertools.product(range(v), repeat=j)]
+    index = {t: e for e, t in enumerate(events)}
+    matrix = np.zeros((v ** depth, len(events)))
+    for s in itertools.product(range(v), repeat=depth):
+        for j in range(1, depth + 1):
+            matrix[_code(s, v), index[s[:j]]] = 1.0
+    expected = [law.prefix[t] for t in events]
+    return EventFamily(
+        name="lossless",
+        key=lambda out, d=depth: sequence_codes_of(out[:, :d], v),
+        n_keys=v ** depth, matrix=matrix,
+        expected=np.array([float(x) for x in expected]),
+        names=[f"first {len(t)} tokens = {t}" for t in events],
+        zero_tolerance=np.array([x == 0 for x in expected]),
+        positions={e: len(t) for e, t in enumerate(events)},
+    )
+
+
+def _pair_family(law: PipelineLaw, j: int) -> EventFamily:
+    """Joint law of tokens ``j-1`` and ``j`` (1-based), ``j >= 2``."""
+    v = law.vocab
+    cells = np.zeros(v * v, dtype=object)
+    cells[:] = Fraction(0)
+    for s, w in law.prefix.items():
+        if len(s) == j and w:
+            cells[s[-2] * v + s[-1]] += w
+    return EventFamily(
+        name=f"pairs at tokens {j - 1}, {j}",
+        key=lambda out, j=j: out[:, j - 2] * v + out[:, j - 1],
+        n_keys=v * v, matrix=np.eye(v * v),
+        expected=np.array([float(x) for x in cells]),
+        names=[f"tokens {j - 1}, {j} = ({a}, {b})" for a in range(v) for b in range(v)],
+        zero_tolerance=np.array([x == 0 for x in cells]),
+        positions=dict.fromkeys(range(v * v), j),
+    )
+
+
+def pipeline_families(law: PipelineLaw) -> list[EventFamily]:
+    """The families of the module docstring."""
+    return [_prefix_family(law)] + [_pair_family(law, j) for j in range(2, law.new_tokens + 1)]

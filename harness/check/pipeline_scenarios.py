@@ -1,0 +1,111 @@
+"""Scenarios of the ``generate`` contract: table model pairs, sampling settings and ``N``, each built to
+make some bug class visible.
+
+Tables are logits ``[P, C, V]`` on a grid of ``1/64`` (exact in float32): seeded normal draws scaled
+and shifted, so the pair's law depends on position and on the class of the last token.  Every suite
+member keeps its top-k, top-p and min-p decisions away from the float boundary (the exact processing
+refuses otherwise, :mod:`specproof.harness.exact.sampling`), and has ``N = 5 > K + 1`` for the default
+``K = 2``, so round bookkeeping matters.
+
+* ``plain-T1`` / ``T0.7``: no filter, temperature 1 and 0.7 (a temperature applied to one side only);
+* ``top-k2-offsupport``: the draft favours tokens the target's top-2 removes (drafts that propose
+  processed-away tokens: verifying against the unprocessed target emits impossible tokens);
+* ``top-p0.8``, ``min-p0.2``, ``combo``: each filter, and all four together;
+* ``llm-logits``: raw-LLM-sized logits ``20 +- 3`` on a grid finer than bfloat16's ``1/8`` there, the
+  draft close to the target (high acceptance): a bfloat16 draft law differs from the float32 ``q``;
+* ``prefix-dependent``: ``C = V = 4``, ``N = 6``, strong dependence on the last token and position.
+
+:func:`with_sampling` re-targets the suite's pairs to one sampling setting (the CLI's flags).
+
+Layer: harness.check (2); imports proofs, harness.exact and harness.check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.pipeline_contract import ModelPair
+from specproof.harness.check.pipeline_models import TablePair
+from specproof.harness.exact.sampling import Sampling
+
+__all__ = ["PipelineScenario", "pipeline_suite", "with_sampling", "table_pair", "DEFAULT_NEW_TOKENS"]
+
+DEFAULT_NEW_TOKENS = 5
+GRID = 64
+
+
+@dataclass(frozen=True)
+class PipelineScenario:
+    """A model pair, a sampling setting and the number of new tokens ``N``."""
+
+    name: str
+    pair: ModelPair
+    sampling: Sampling
+    new_tokens: int
+    description: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if isinstance(self.new_tokens, bool) or not isinstance(self.new_tokens, int) or self.new_tokens < 1:
+            raise SpecproofInputError("new_tokens", f"{self.new_tokens!r} is not an integer >= 1",
+                                      f"pass e.g. {DEFAULT_NEW_TOKENS}")
+
+
+def table_pair(name: str, seed: int, vocab: int, classes: int, positions: int, *, scale: float = 1.5,
+               offset: float = 0.0, draft_noise: float = 1.0, draft_bias: np.ndarray | None = None,
+               prompt: tuple[int, ...] = (0, 1)) -> TablePair:
+    """Seeded tables on the 1/64 grid: target ``offset + scale N(0,1)``, draft = target + ``draft_noise``
+    ``N(0,1)`` (+ ``draft_bias`` per token)."""
+    rng = np.random.default_rng(seed)
+    target = offset + scale * rng.standard_normal((positions, classes, vocab))
+    draft = target + draft_noise * rng.standard_normal((positions, classes, vocab))
+    if draft_bias is not None:
+        draft = draft + draft_bias
+    return TablePair(name, prompt, np.round(target * GRID) / GRID, np.round(draft * GRID) / GRID)
+
+
+def _offsupport_bias(vocab: int) -> np.ndarray:
+    return np.linspace(1.5, -1.5, vocab)[::-1].copy()  # the draft leans towards high token ids
+
+
+def pipeline_suite() -> list[PipelineScenario]:
+    """The default suite (module docstring)."""
+    n = DEFAULT_NEW_TOKENS
+    base = table_pair("base", 11, 5, 5, n + 1)
+    six = table_pair("six", 23, 6, 3, n + 1)
+    off = table_pair("offsupport", 5, 6, 3, n + 1, draft_bias=_offsupport_bias(6))
+    llm = table_pair("llm", 7, 8, 2, 4, scale=2.0, offset=20.0, draft_noise=0.05)
+    prefix = table_pair("prefix", 3, 4, 4, 7, scale=2.5)
+    return [
+        PipelineScenario("plain-T1", base, Sampling(1.0), n, "no processing at temperature 1"),
+        PipelineScenario("T0.7", base, Sampling(0.7), n, "temperature 0.7 only"),
+        PipelineScenario("top-k2-offsupport", off, Sampling(1.0, top_k=2), n,
+                         "top-k 2; the draft often proposes tokens the target's top-k removes", ("zeros", "inject")),
+        PipelineScenario("top-p0.8", six, Sampling(1.0, top_p=0.8), n, "top-p 0.8", ("zeros",)),
+        PipelineScenario("min-p0.2", six, Sampling(1.0, min_p=0.2), n, "min-p 0.2", ("zeros",)),
+        PipelineScenario("combo", off, Sampling(0.8, top_k=4, top_p=0.9, min_p=0.05), n,
+                         "temperature 0.8, top-k 4, top-p 0.9, min-p 0.05", ("zeros", "inject")),
+        PipelineScenario("llm-logits", llm, Sampling(1.0), 4, "logits 20 +- 3, draft within 0.05 of the target"),
+        PipelineScenario("prefix-dependent", prefix, Sampling(1.0), 6, "laws by position and last token, N = 6"),
+    ]
+
+
+def with_sampling(suite: list[PipelineScenario], sampling: Sampling | None,
+                  new_tokens: int | None) -> list[PipelineScenario]:
+    """The suite's distinct pairs under one ``sampling`` and/or ``N`` (``None`` keeps each scenario's)."""
+    if sampling is None and new_tokens is None:
+        return suite
+    out, seen = [], set()
+    for s in suite:
+        if sampling is not None and id(s.pair) in seen:
+            continue
+        seen.add(id(s.pair))
+        chosen = sampling or s.sampling
+        n = new_tokens or s.new_tokens
+        name = f"{s.pair.name} ({chosen.describe()}, N={n})" if sampling is not None else f"{s.name} (N={n})"
+        out.append(replace(s, name=name, sampling=chosen, new_tokens=n))
+    return out
