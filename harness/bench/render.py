@@ -52,6 +52,15 @@ def _n_star(oracle: dict[str, Any] | None) -> str:
     return f"{_num(oracle['n_star'], 4)} ({oracle['via']}, '{oracle['scenario']}'){mark}"
 
 
+def _n_star_good(oracle: dict[str, Any] | None) -> str:
+    """N* against P_good alone, and whether P_good is the projection in N*'s scenario."""
+    if oracle is None:
+        return "-"
+    same = oracle["scenarios"][oracle["scenario"]]["p_good_is_projection"]
+    return (f"{_num(oracle['n_star_vs_p_good'], 4)} ('{oracle['scenario_vs_p_good']}'"
+            f"{'; Q* = P_good' if same else '; Q* != P_good'})")
+
+
 def member_rows(det: dict[str, Any]) -> list[tuple[str, ...]]:
     """Per member: N* (how, scenario), specproof rows, test rows, chi-square rows, runtime rows, and the
     three ratios to N* (the columns of the detection table, and of the CLI's summary)."""
@@ -60,7 +69,7 @@ def member_rows(det: dict[str, Any]) -> list[tuple[str, ...]]:
         r = rec.get("ratios_to_n_star") or {}
         ours = rec["methods"]["specproof"]
         test = ours.get("median_test_rows")
-        out.append((member, _n_star(rec.get("oracle")), _method_cell(ours),
+        out.append((member, _n_star(rec.get("oracle")), _n_star_good(rec.get("oracle")), _method_cell(ours),
                     "-" if test is None else f"{test:,}",
                     _method_cell(rec["methods"]["chi-square-first-token"]),
                     _method_cell(rec["methods"]["runtime-distribution-test"]),
@@ -69,7 +78,7 @@ def member_rows(det: dict[str, Any]) -> list[tuple[str, ...]]:
     return out
 
 
-MEMBER_COLUMNS = ("member", "N* (how, scenario)", "specproof rows", "test rows", "chi-square rows", "runtime rows",
+MEMBER_COLUMNS = ("member", "N* (how, scenario)", "N* vs P_good", "specproof rows", "test rows", "chi-square rows", "runtime rows",
                   "specproof/N*", "test/N*", "chi-square/N*", "runtime/N*")
 
 
@@ -93,13 +102,15 @@ def _detection(data: dict[str, Any]) -> list[str]:
              f"predicted to take it past {_num(det['time_limit_seconds'])} s).  N*: the rows a sequential test "
              f"that knows the member's exact law needs against every lossless law (alpha "
              f"{_num(oracle.get('alpha'))}; certain outcomes within beta {_num(oracle.get('beta'))}), in the most "
-             f"sensitive enumerable scenario (harness.bench.oracle).", ""]
+             f"sensitive enumerable scenario (harness.bench.oracle); N* vs P_good: the same against the canonical "
+             f"rule's law alone (not a valid null by itself; at most N*), and whether P_good is the projection "
+             f"Q* in N*'s scenario.", ""]
     for name in methods:
         lines.append(f"- `{name}`: {det['methods'][name]}")
     for name, why in (oracle.get("excluded_scenarios") or {}).items():
         lines.append(f"- N* excludes scenario '{name}': {why}.")
     lines += ["", "| " + " | ".join(MEMBER_COLUMNS) + " | exact grid |",
-              "|:--|:--|" + "---:|" * (len(MEMBER_COLUMNS) - 2) + ":--|"]
+              "|:--|:--|:--|" + "---:|" * (len(MEMBER_COLUMNS) - 3) + ":--|"]
     for row in member_rows(det):
         grid = det["members"][row[0]]["grid"]
         grid_cell = "-" if grid is None else f"{grid['verdict']} on '{grid['scenario']}'"

@@ -77,7 +77,7 @@ def print_detection(det: dict[str, Any]) -> None:
     rows = [MEMBER_COLUMNS] + member_rows(det)
     widths = [max(len(r[i]) for r in rows) for i in range(len(MEMBER_COLUMNS))]
     for row in rows:
-        print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        print("  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
     for member, reason in det["excluded"].items():
         print(f"{member}: excluded ({reason})")
     for line in goal_lines(det):
