@@ -19,7 +19,10 @@ from specproof.impls.sampler_probe import MULTINOMIAL_FLOAT16_DEFECT
 from specproof.impls.kernels.sampling import (
     correction_weights, draw_exponential_race, draw_inverse_cdf, draw_multinomial, race_winner,
 )
-from specproof.impls.adapters.transformers_adapter import probs_to_logits, transformers_speculative_sampling
+from specproof.impls.adapters.transformers_adapter import (
+    probs_to_logits, rows_through, transformers_speculative_sampling,
+)
+from specproof.impls.runtime_layouts.records import runtime_layout_records
 from specproof.proofs.laws.implemented import RULE_OF_FORM
 
 __all__ = ["default_registry"]
@@ -218,10 +221,11 @@ def _zoo_records() -> list[Implementation]:
             bug="acceptance r <= p/q: r == 0 accepts a draft with p(x) = 0 (2^-24 per test in "
                 "float32 on CPU); an all-zero residual divides by zero and raises",
             mirrors="transformers.generation.utils._speculative_sampling itself",
-            sources=(probs_to_logits,)),
+            sources=(probs_to_logits, rows_through)),
     ]
 
 
 def default_registry() -> Registry:
     """A fresh registry holding every implementation shipped in :mod:`specproof.impls`."""
-    return Registry([*_canonical_records(), *_other_rules(), *_whitebox_records(), *_zoo_records()])
+    return Registry([*_canonical_records(), *_other_rules(), *_whitebox_records(), *_zoo_records(),
+                     *runtime_layout_records()])

@@ -28,6 +28,10 @@ Faithfulness choices:
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
 
+``ADAPTER`` (``--adapter transformers``) puts any function with ``_speculative_sampling``'s signature
+behind the batched contract with the same conversion and randomness (:func:`rows_through`); the
+``is_done_candidate`` flag of older releases is passed as ``False``.
+
 Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
@@ -35,9 +39,11 @@ from __future__ import annotations
 
 import torch
 
+from specproof.impls.adapters.base import Adapter, SignatureForm
 from specproof.impls.contract import check_round
 
-__all__ = ["transformers_speculative_sampling", "load_transformers_verifier", "probs_to_logits"]
+__all__ = ["transformers_speculative_sampling", "load_transformers_verifier", "probs_to_logits",
+           "rows_through", "ADAPTER"]
 
 _SEED_HIGH = 2**63 - 1
 
@@ -69,24 +75,56 @@ def _seed_default_generators(device: torch.device, seed: int) -> None:
 
 def transformers_speculative_sampling(draft_probs, target_probs, draft_token_ids, generator):
     """Batched contract around transformers' verifier: one call per row; returns ``[B, K+1]`` int64."""
-    shape = check_round(draft_probs, target_probs, draft_token_ids, generator=generator)
-    verify_row = load_transformers_verifier()
+    check_round(draft_probs, target_probs, draft_token_ids, generator=generator)
+    return rows_through(load_transformers_verifier(), (), draft_probs, target_probs, draft_token_ids,
+                        generator)
+
+
+def rows_through(verify_row, extra_args, draft_probs, target_probs, draft_token_ids, generator):
+    """Run ``verify_row(ids [1, K], draft_logits [1, K, V], K, target_logits [1, K+1, V], *extra_args)``
+    row by row on the global RNG seeded from ``generator`` inside ``fork_rng`` (module docstring);
+    inputs already validated. Returns ``[B, K+1]`` int64 padded with ``-1``."""
+    batch, drafts = draft_token_ids.shape
     device = draft_probs.device
     seed = int(torch.randint(0, _SEED_HIGH, (1,), generator=generator, device=device))
     draft_logits = probs_to_logits(draft_probs)
     target_logits = probs_to_logits(target_probs)
-    emitted = torch.full((shape.batch, shape.drafts + 1), -1, dtype=torch.int64, device=device)
+    emitted = torch.full((batch, drafts + 1), -1, dtype=torch.int64, device=device)
     fork_devices = [device] if device.type != "cpu" else []
     with torch.random.fork_rng(devices=fork_devices, device_type=device.type):
         _seed_default_generators(device, seed)
-        for row in range(shape.batch):
+        for row in range(batch):
             try:
-                valid_tokens, _ = verify_row(draft_token_ids[row:row + 1],
-                                             draft_logits[row:row + 1], shape.drafts,
-                                             target_logits[row:row + 1])
+                valid_tokens, _ = verify_row(draft_token_ids[row:row + 1], draft_logits[row:row + 1],
+                                             drafts, target_logits[row:row + 1], *extra_args)
             except RuntimeError as error:
                 raise RuntimeError(f"transformers _speculative_sampling failed on batch row {row}: "
                                    f"{error} (an all-zero residual, p <= q everywhere at the "
                                    f"rejected position, makes it divide by zero)") from error
             emitted[row, :valid_tokens.shape[-1]] = valid_tokens.reshape(-1)
     return emitted
+
+
+def _build(fn, form):
+    extra = (False,) if form is _WITH_DONE_FLAG else ()
+
+    def verify(draft_probs, target_probs, draft_token_ids, generator):
+        check_round(draft_probs, target_probs, draft_token_ids, generator=generator)
+        return rows_through(fn, extra, draft_probs, target_probs, draft_token_ids, generator)
+
+    return verify
+
+
+_ROW_PARAMS = ("candidate_input_ids", "candidate_logits", "candidate_length", "new_logits")
+_CURRENT = SignatureForm("transformers current form (5.x as installed here)", _ROW_PARAMS)
+_WITH_DONE_FLAG = SignatureForm("older releases with is_done_candidate (passed False)",
+                                _ROW_PARAMS + ("is_done_candidate",))
+
+ADAPTER = Adapter(
+    name="transformers", contract="batched",
+    runtime="Hugging Face transformers _speculative_sampling(candidate_input_ids, candidate_logits, "
+            "candidate_length, new_logits[, is_done_candidate]) (transformers/generation/utils.py; read in "
+            "5.24): batch size 1, logits in; candidate_logits = draft q, new_logits = target p, no swap",
+    randomness="global RNG: one 63-bit seed from the harness generator per call seeds the default "
+               "generators inside torch.random.fork_rng (caller's RNG state restored); rows in order",
+    forms=(_CURRENT, _WITH_DONE_FLAG), build=_build)
