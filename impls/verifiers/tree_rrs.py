@@ -17,7 +17,10 @@ through rounding) falls back to ``p``.
 :func:`tree_target_only` (SGLang's ``tree_speculative_sampling_target_only`` with thresholds 1): one
 coin ``u`` per node; child ``j`` is accepted iff ``u < sum_{i <= j} p(y_i)`` over the *distinct* tokens
 tried so far (a repeated token adds no mass); if none is, the correction is drawn from ``p`` with the
-tried tokens zeroed.  It reads no draft probability and is exact for any tree.
+tried tokens zeroed.  It reads no draft probability and is exact for any tree and any way the siblings
+were drawn (the accepted token is a draw from ``p`` whatever the sibling set).  A walk that adds a
+repeated token's mass twice (SGLang's kernel, written for distinct top-k siblings) emits that token
+with up to twice its probability: lossy whenever i.i.d. siblings repeat a token.
 
 Randomness: ``torch.rand((B, N + 2))`` in the dtype under test: column ``i`` is node ``i``'s coin
 (:func:`tree_rrs`: the acceptance test of node ``i``; :func:`tree_target_only`: column ``c + 1`` is the
