@@ -274,6 +274,29 @@ def _transformers_final(view: RoundView, s: Prefix, rejected: int | None) -> Row
     return w if any(w) else RAISED  # clamp(p - q, 0) / 0: torch.multinomial raises
 
 
+def _reused_needle_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    """FlashInfer's reused uniform: after rejecting ``x`` (``u >= r = min(1, p/q)``) the inverse-CDF needle
+    is that same ``u``, uniform on ``[r, 1)``: ``P(y) = |[c_{y-1}, c_y) & [r, 1)| / (1 - r)``."""
+    if rejected is None:
+        return view.p(s)
+    r = ratio_acceptance(view.p(s), view.q(s), rejected)
+    law, below = [], ZERO
+    for w in normalised(residual(view.p(s), view.q(s))):
+        above = below + w
+        law.append(max(ZERO, above - max(below, r)) / (1 - r))
+        below = above
+    return tuple(law)
+
+
+def _empty_residual_last_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
+    """FlashInfer's ``sampled_id = d - 1`` start: an all-zero residual emits id ``V - 1``."""
+    if rejected is None:
+        return view.p(s)
+    if not any(a > b for a, b in zip(view.p(s), view.q(s))):
+        return (ZERO,) * (view.vocab - 1) + (ONE,)
+    return residual(view.p(s), view.q(s))
+
+
 MEMBER_LAWS: dict[str, Callable[[RoundView], SequenceLaw]] = {
     "resample-from-target": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _from_target)),
     "top1-acceptance": lambda v: leading_accepts_law(v, RoundModel(_top1_accept, _from_target)),
@@ -289,9 +312,19 @@ MEMBER_LAWS: dict[str, Callable[[RoundView], SequenceLaw]] = {
     "target-rows-shifted": lambda v: leading_accepts_law(v, RoundModel(_shifted_accept, _shifted_final)),
     "transformers-speculative-sampling":
         lambda v: leading_accepts_law(v, RoundModel(_transformers_accept, _transformers_final)),
+    # runtime layouts behind their adapters (impls.runtime_layouts): vLLM v1 float32 p/q >= u is the
+    # u == 0 rule above; vLLM v0's shipped residual is the clamped one; FlashInfer's two mutants
+    "vllm-v1-layout-float32-ge": lambda v: leading_accepts_law(v, RoundModel(_le_accept, _canonical_final)),
+    "vllm-v0-layout-clamped-residual": lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _clamped_final)),
+    "flashinfer-layout-reused-uniform":
+        lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _reused_needle_final)),
+    "flashinfer-layout-empty-residual-last":
+        lambda v: leading_accepts_law(v, RoundModel(_canonical_accept, _empty_residual_last_final)),
 }
 """member name -> exact law of one round on a :class:`RoundView` (greedy-while-sampling accepts
-``x == argmax p``, the same rule as top-1 acceptance; both resample from ``p``)."""
+``x == argmax p``, the same rule as top-1 acceptance; both resample from ``p``).  The races of the
+vLLM layouts (``argmax w / E``) and the inverse CDF of FlashInfer's draw the normalised weights,
+idealised as above."""
 
 APPROXIMATE: dict[str, str] = {
     "transformers-speculative-sampling":

@@ -191,6 +191,10 @@ def _bernstein(p, n, cells, delta=1e-6):
     ("target-rows-shifted", "prefix-dependent V4 K2", 20000),
     ("residual-clamped-tiny", "target sums below 1 (p <= q)", 20000),
     ("bonus-from-wrong-row", "prefix-dependent V3 K3", 20000),
+    ("flashinfer-layout-reused-uniform", "prefix-dependent V4 K2", 20000),
+    ("flashinfer-layout-empty-residual-last", "target sums below 1 (p <= q)", 20000),
+    ("vllm-v0-layout-clamped-residual", "target sums below 1 (p <= q)", 20000),
+    ("vllm-v1-layout-float32-ge", "prefix-dependent V4 K2", 20000),
     pytest.param("transformers-speculative-sampling", "prefix-dependent V4 K2", 500,
                  marks=pytest.mark.slow),  # importing transformers dominates
 ])
