@@ -26,6 +26,8 @@ reported.  False alarms: the same runs on the exact float32 implementation (``ca
 Goals (issue 16): every member caught by specproof's black-box path; ``rows / N*`` (median over at
 least 5 seeds) with median at most 4 and maximum at most 10 over the members with ``N* >= 30`` whose
 law is exact; never more rows than the first-token chi-square where both catch (minimum ratio >= 1).
+Each is measured twice: on the test rows (the lead's definition: what the anytime-valid run consumed)
+and on all rows (what the verifier was called with, the RNG edge injection's screening floor included).
 
 Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
@@ -268,8 +270,9 @@ def _summary(records: dict[str, Any], n_seeds: int) -> dict[str, Any]:
     for key in ("specproof", "specproof_test") + tuple(BASELINES):
         vals = [r["ratios_to_n_star"].get(key) for r in in_scope.values()]
         limit[key] = _ratio_stats([math.inf if v is None else v for v in vals])
-    ours = limit["specproof"]
-    chi = ratios[CHI_SQUARE]
+    chi_test = [r["methods"][CHI_SQUARE]["median_rows"] / r["methods"][SPECPROOF]["median_test_rows"]
+                for r in records.values() if r["methods"][SPECPROOF]["caught"] and r["methods"][CHI_SQUARE]["caught"]
+                and r["methods"][SPECPROOF].get("median_test_rows")]
     enough = n_seeds >= GOAL_SEEDS
     goals = {
         "all_caught": {"statement": "every zoo member caught by specproof's black-box check (statistics or "
@@ -277,19 +280,24 @@ def _summary(records: dict[str, Any], n_seeds: int) -> dict[str, Any]:
                        "measured": {"caught": caught[SPECPROOF], "total": total, "missed": len(missed),
                                     "grid_only": len(grid_only)},
                        "met": caught[SPECPROOF] == total},
-        "rows_vs_oracle": {"statement": f"specproof rows / N* (fail-fast, median over >= {GOAL_SEEDS} seeds): "
-                                        f"median <= {GOAL_MEDIAN:g} and max <= {GOAL_MAX:g} over the "
-                                        f"{len(in_scope)} members with N* >= {ORACLE_FLOOR}",
-                           "measured": {"median": ours["median"], "max": ours["max"], "seeds": n_seeds,
-                                        "test_rows_median": limit["specproof_test"]["median"],
-                                        "test_rows_max": limit["specproof_test"]["max"]},
-                           "met": None if not enough or not in_scope else
-                           bool(ours["median"] <= GOAL_MEDIAN and ours["max"] <= GOAL_MAX)},
-        "vs_chi_square": {"statement": "never more rows than the first-token chi-square where both catch "
-                                       "(min chi-square rows / specproof rows >= 1)",
-                          "measured": {"min_ratio": chi["min"], "members_both_catch": chi["members_both_catch"]},
-                          "met": None if chi["min"] is None else bool(chi["min"] >= 1)},
     }
+    for key, which, stats, chi_min in (
+            ("", "test rows (the anytime-valid streams' rows, CheckResult.rows)", limit["specproof_test"],
+             min(chi_test) if chi_test else None),
+            ("_all_rows", "all rows (every verifier row: RNG edge injection, reproducibility, streams)",
+             limit["specproof"], ratios[CHI_SQUARE]["min"])):
+        goals[f"rows_vs_oracle{key}"] = {
+            "statement": f"specproof {which} / N* (fail-fast, median over >= {GOAL_SEEDS} seeds): median <= "
+                         f"{GOAL_MEDIAN:g} and max <= {GOAL_MAX:g} over the {len(in_scope)} members with exact "
+                         f"N* >= {ORACLE_FLOOR}",
+            "measured": {"median": stats["median"], "max": stats["max"], "seeds": n_seeds},
+            "met": None if not enough or not in_scope else
+            bool(stats["median"] <= GOAL_MEDIAN and stats["max"] <= GOAL_MAX)}
+        goals[f"vs_chi_square{key}"] = {
+            "statement": f"never more specproof {which.split(' (')[0]} than the first-token chi-square where both "
+                         f"catch (min chi-square rows / specproof rows >= 1)",
+            "measured": {"min_ratio": chi_min, "members_both_catch": ratios[CHI_SQUARE]["members_both_catch"]},
+            "met": None if chi_min is None else bool(chi_min >= 1)}
     return {"total": total, "caught": caught, "specproof_grid_only": grid_only,
             "specproof_statistical_or_grid": caught[SPECPROOF] + len(grid_only), "specproof_missed": missed,
             "row_ratio_baseline_over_specproof": ratios, "rows_over_n_star": limit, "goals": goals}

@@ -109,6 +109,8 @@ def _detection(data: dict[str, Any]) -> list[str]:
         lines.append(f"- `{name}`: {det['methods'][name]}")
     for name, why in (oracle.get("excluded_scenarios") or {}).items():
         lines.append(f"- N* excludes scenario '{name}': {why}.")
+    for name, why in (oracle.get("unmodelled") or {}).items():
+        lines.append(f"- N* not computed for member {name}: {why}.")
     lines += ["", "| " + " | ".join(MEMBER_COLUMNS) + " | exact grid |",
               "|:--|:--|:--|" + "---:|" * (len(MEMBER_COLUMNS) - 3) + ":--|"]
     for row in member_rows(det):

@@ -122,7 +122,8 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert summary["total"] == 2 and summary["specproof_missed"] == []
     assert set(summary["row_ratio_baseline_over_specproof"]) == {"runtime-distribution-test",
                                                                  "chi-square-first-token"}
-    assert set(summary["goals"]) == {"all_caught", "rows_vs_oracle", "vs_chi_square"}
+    assert set(summary["goals"]) == {"all_caught", "rows_vs_oracle", "vs_chi_square", "rows_vs_oracle_all_rows",
+                                     "vs_chi_square_all_rows"}
     assert summary["goals"]["all_caught"]["met"] is True
     assert summary["goals"]["rows_vs_oracle"]["met"] is None  # one seed: the goal needs five
     assert summary["rows_over_n_star"]["members"] == ["le-ratio-invcdf"]  # N* >= 30 (continue-after-rejection: ~5)
@@ -145,7 +146,8 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert len(figures) == 6 and all(f["axis"] in ("vocab", "k") for f in figures.values())
     assert all(_finite_number(f["exponent"]) for f in figures.values())
     assert set(data["goals"]) == {"reference_speedup_at_262144", "reference_fast_seconds_at_262144",
-                                  "detection_all_caught", "detection_rows_vs_oracle", "detection_vs_chi_square"}
+                                  "detection_all_caught", "detection_rows_vs_oracle", "detection_vs_chi_square",
+                                  "detection_rows_vs_oracle_all_rows", "detection_vs_chi_square_all_rows"}
     assert data["goals"]["reference_speedup_at_262144"]["met"] is None  # V = 262,144 not in this run
 
     json_path, md_path = write_bench(data, tmp_path / "out")
