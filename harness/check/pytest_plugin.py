@@ -4,7 +4,8 @@ Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype 
 ``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
 PASS must have; default 0.05).  Fixtures:
 
-* ``specproof_check(verify, **overrides) -> CheckResult`` - runs the check with the options;
+* ``specproof_check(verify, **overrides) -> CheckResult`` - runs the check with the options
+  (``contract="generate"``: ``verify`` is a whole pipeline, :mod:`.pipeline_contract`);
 * ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with the
   findings when drift beyond the dtype's tolerance is detected, or the verdict when the run was
   UNDERPOWERED (its detectable TV above the stated bound).
@@ -57,7 +58,15 @@ def specproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     from specproof.harness.check.runner import check_verifier
 
     defaults = _settings(request.config)
-    return lambda verify, **overrides: check_verifier(verify, **(defaults | overrides))
+
+    def run(verify: Callable[..., Any], contract: str = "batched", **overrides: Any) -> Any:
+        if contract == "generate":  # a whole pipeline (harness.check.pipeline_fixture)
+            from specproof.harness.check.pipeline_fixture import generate_check
+
+            return generate_check(verify, defaults | overrides)
+        return check_verifier(verify, **(defaults | overrides))
+
+    return run
 
 
 @pytest.fixture
@@ -66,8 +75,12 @@ def specproof_assert_lossless(request: pytest.FixtureRequest) -> Callable[..., A
 
     defaults = _settings(request.config)
 
-    def run(verify: Callable[..., Any], **overrides: Any) -> Any:
+    def run(verify: Callable[..., Any], contract: str = "batched", **overrides: Any) -> Any:
         __tracebackhide__ = True
+        if contract == "generate":  # a whole pipeline (harness.check.pipeline_fixture)
+            from specproof.harness.check.pipeline_fixture import assert_generate_lossless
+
+            return assert_generate_lossless(verify, defaults | overrides)
         return assert_lossless(verify, **(defaults | overrides))
 
     return run

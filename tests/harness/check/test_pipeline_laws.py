@@ -1,0 +1,172 @@
+"""The generate contract's exact reference: processing, the law of N tokens, families, table models."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness import Sampling, apply_sampling
+from specproof.harness.check.calls import ContractViolation
+from specproof.harness.check.pipeline_contract import take_violations
+from specproof.harness.check.pipeline_laws import (MAX_SEQUENCES, PipelineLaw, pipeline_families,
+                                                   pipeline_tolerance, sequence_codes_of)
+from specproof.harness.check.pipeline_models import TablePair
+from specproof.harness.check.pipeline_scenarios import pipeline_suite, table_pair, with_sampling
+from specproof.harness.exact.convert import to_exact
+from specproof.harness.exact.sampling import processed_law
+from specproof.harness.exact.softmax import exact_softmax
+from specproof.harness.exact.tolerances import step_tolerance
+
+
+def brute_processed(logits: tuple[Fraction, ...], sampling: Sampling) -> list[Fraction]:
+    """The processing by its definitions, formulated differently from ``processed_law``."""
+    probs = exact_softmax(logits, sampling.temperature).probs.fractions()
+    vocab = len(logits)
+    keep = set(range(vocab))
+    if sampling.top_k is not None:  # fewer than k logits strictly above it
+        keep = {i for i in keep if sum(logits[j] > logits[i] for j in range(vocab)) < sampling.top_k}
+    if sampling.top_p is not None:  # the smallest descending prefix whose mass reaches top_p
+        order = sorted(keep, key=lambda i: (-probs[i], i))
+        total = sum(probs[i] for i in order)
+        size = next(m for m in range(1, len(order) + 1)
+                    if sum(probs[i] for i in order[:m]) / total >= to_exact(sampling.top_p))
+        keep = set(order[:size])
+    if sampling.min_p is not None:
+        top = max(probs[i] for i in keep)
+        keep = {i for i in keep if probs[i] >= to_exact(sampling.min_p) * top}
+    mass = sum(probs[i] for i in keep)
+    return [probs[i] / mass if i in keep else Fraction(0) for i in range(vocab)]
+
+
+samplings = st.builds(
+    Sampling,
+    st.sampled_from([0.5, 0.7, 1.0, 1.5]),
+    st.one_of(st.none(), st.integers(1, 3)),
+    st.one_of(st.none(), st.sampled_from([0.5, 0.75, 0.9])),
+    st.one_of(st.none(), st.sampled_from([0.1, 0.3])),
+)
+
+
+@st.composite
+def small_pairs(draw):
+    vocab, classes, positions = draw(st.integers(2, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    grid = st.integers(-12, 12).map(lambda x: x / 4)
+    shape = (positions, classes, vocab)
+    target = np.array(draw(st.lists(grid, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))).reshape(shape)
+    prompt = tuple(draw(st.lists(st.integers(0, vocab - 1), min_size=1, max_size=2)))
+    return TablePair("h", prompt, target, target.copy())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pair=small_pairs(), sampling=samplings, new_tokens=st.integers(1, 3))
+def test_pipeline_law_matches_brute_force_enumeration(pair, sampling, new_tokens):
+    target, _ = pair.build("float32", "cpu", new_tokens)
+    try:
+        law = PipelineLaw.build(pair, target, sampling, new_tokens, "float32")
+    except SpecproofInputError:
+        assume(False)  # a decision within the float margin: refused by design
+    got = law.law()
+    assert len(got) == pair.vocab ** new_tokens and sum(got.values()) == 1
+    for s in itertools.product(range(pair.vocab), repeat=new_tokens):
+        ids = torch.tensor([list(pair.prompt) + list(s)])
+        logits = target(ids)[0]  # the model itself, column by column
+        expected = Fraction(1)
+        for j, token in enumerate(s):
+            row = to_exact(logits[len(pair.prompt) - 1 + j])
+            expected *= brute_processed(row, sampling)[token]
+        assert got[s] == expected, s
+
+
+@settings(max_examples=60, deadline=None)
+@given(logits=st.lists(st.integers(-40, 40).map(lambda x: x / 8), min_size=2, max_size=8), sampling=samplings)
+def test_apply_sampling_masks_what_the_exact_law_removes(logits, sampling):
+    try:
+        exact = processed_law(logits, sampling, "float64")
+    except SpecproofInputError:
+        assume(False)
+    torch_law = apply_sampling(torch.tensor(logits, dtype=torch.float64), sampling).softmax(-1)
+    assert [x == 0 for x in exact] == (torch_law == 0).tolist()
+    assert np.allclose([float(x) for x in exact], torch_law.numpy(), rtol=1e-12, atol=0)
+
+
+def test_sampling_validation_and_runtime_spellings():
+    assert Sampling.from_runtime(0.7, top_k=0, top_p=1.0, min_p=0) == Sampling(0.7)
+    for kwargs, argument in (({"temperature": 0}, "temperature"), ({"top_k": 0}, "top_k"),
+                             ({"top_p": 1.5}, "top_p"), ({"min_p": -0.1}, "min_p"),
+                             ({"temperature": float("nan")}, "temperature")):
+        with pytest.raises(SpecproofInputError) as err:
+            Sampling(**kwargs)
+        assert err.value.argument == argument
+    with pytest.raises(Exception):
+        Sampling().temperature = 2.0  # frozen
+
+
+def test_boundaries_are_refused_not_guessed():
+    with pytest.raises(SpecproofInputError, match="top_p"):  # mass before the 2nd token is exactly 1/2
+        processed_law([1.0, 1.0, -30.0], Sampling(1.0, top_p=0.5))
+    with pytest.raises(SpecproofInputError, match="min_p"):  # ratio exp(-ln 2) = 0.5 up to rounding
+        processed_law([0.0, -0.6931471805599453], Sampling(1.0, min_p=0.5))
+    ties = processed_law([2.0, 2.0, 0.0], Sampling(1.0, top_k=1))  # ties at the top-k boundary are kept
+    assert ties[0] == ties[1] == Fraction(1, 2) and ties[2] == 0
+
+
+def test_enumeration_limit_names_the_argument():
+    pair = table_pair("big", 0, 8, 2, 2)
+    target, _ = pair.build("float32", "cpu", 6)
+    with pytest.raises(SpecproofInputError, match="65,536") as err:
+        PipelineLaw.build(pair, target, Sampling(), 6, "float32")
+    assert err.value.argument == "new_tokens" and 8 ** 6 > MAX_SEQUENCES
+
+
+def test_families_expectations_and_impossible_rows():
+    scenario = next(s for s in pipeline_suite() if s.name == "top-k2-offsupport")
+    target, _ = scenario.pair.build("float32", "cpu", scenario.new_tokens)
+    law = PipelineLaw.build(scenario.pair, target, scenario.sampling, scenario.new_tokens, "float32")
+    families = pipeline_families(law)
+    prefix = families[0]
+    by_length: dict[int, float] = {}
+    for e, length in prefix.positions.items():
+        by_length[length] = by_length.get(length, 0.0) + prefix.expected[e]
+    assert all(abs(total - 1) < 1e-12 for total in by_length.values())
+    for pair_family in families[1:]:
+        assert abs(pair_family.expected.sum() - 1) < 1e-12 and pair_family.zero_tolerance.any()
+    first = law.first_zero()
+    good = max(law.law(), key=law.law().get)
+    bad_token = next(t for t, p in enumerate(law.next_law(good[:1])) if p == 0)
+    bad = good[:1] + (bad_token,) + good[2:]
+    codes = sequence_codes_of(np.array([good, bad]), law.vocab)
+    assert first[codes].tolist() == [0, 2]
+
+
+def test_tolerance_is_derived_from_the_step_tolerance():
+    assert pipeline_tolerance("float32", 6, 5) == 10 * step_tolerance("float32", 6)
+    assert pipeline_tolerance("bfloat16", 1000, 50) == 1
+
+
+def test_table_models_are_exact_lookups_and_record_misuse():
+    pair = table_pair("t", 1, 5, 2, 3, scale=2.0, offset=20.0)
+    target, draft = pair.build("float32", "cpu", 4)
+    ids = torch.tensor([[0, 1, 3, 4, 2]])
+    logits = target(ids)
+    for t in range(5):
+        assert torch.equal(logits[0, t], torch.as_tensor(pair.target[min(t, 2), ids[0, t] % 2]).float())
+    assert target.vocab_size == 5 and target.max_length == len(pair.prompt) + 4 + 8 + 1
+    for bad in (torch.tensor([0, 1]), torch.tensor([[0, 7]]), torch.zeros((1, 30), dtype=torch.int64),
+                torch.tensor([[0.0, 1.0]])):
+        with pytest.raises(ContractViolation):
+            target(bad)
+    assert len(take_violations(target, draft)) == 4 and not take_violations(target)
+
+
+def test_with_sampling_retargets_every_pair_once():
+    suite = with_sampling(pipeline_suite(), Sampling(0.9, top_k=3), 4)
+    assert len({id(s.pair) for s in suite}) == len(suite) == 5
+    assert all(s.sampling == Sampling(0.9, top_k=3) and s.new_tokens == 4 for s in suite)
