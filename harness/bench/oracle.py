@@ -22,10 +22,11 @@ true oracle's, and ``N*`` here can only be *larger* than the true oracle's, neve
 **The projection** ``Q* = argmin_{Q in L} KL(P || Q)`` (the reverse information projection) maximises
 the concave ``sum P log Q`` over that polytope.  It is solved by the barrier method (Boyd &
 Vandenberghe 2004, 11.3): ``phi_t = -sum_n (t P_n + 1) log Q_n - sum_x log(q(x) - E(x))`` is
-self-concordant (every coefficient is at least 1), minimised by damped Newton steps (which stay
-strictly feasible); the central point at ``t`` is within ``m / t`` of the optimum (``m``
-constraints; centring stops at a Newton decrement below ``1e-5``, adding less than ``1 / t``), so the
-KL is bracketed by ``[KL_t - gap, KL_t]`` with ``gap = (m + 1) / t <= 1e-9`` and the lower end is
+self-concordant (every coefficient is at least 1), minimised by Newton steps that stay strictly
+feasible (backtracking line search; damped steps inside the Dikin ellipsoid); the central point at
+``t`` is within ``M / t`` of the optimum (``M`` constraints; centring stops at a Newton decrement
+below ``1e-5``, adding less than ``1 / t``), so the KL is bracketed by ``[KL_t - gap, KL_t]`` with
+``gap = (M + 1) / t <= 1e-9`` and the lower end is
 reported (the conservative direction for ``N*``).  Optimality of ``Q*`` is the e-variable property
 ``E_P[Q / Q*] <= 1`` for every ``Q`` in ``L`` (Grunwald, de Heide, Koolen 2024): the likelihood ratio
 ``P / Q*`` is then an e-variable against every lossless law, so the sequential test that knows
