@@ -51,7 +51,7 @@ __all__ = ["chain_speculative_sampling", "chain_speculative_sampling_generator",
 
 def _chain(draft_probs, draft_token_ids, uniform_samples, target_probs, needle_column, empty_residual):
     """The kernel's round on caller uniforms; ``needle_column(n, K)`` picks the final draw's uniform."""
-    batch, drafts, vocab = draft_probs.shape
+    _, drafts, vocab = draft_probs.shape
     ids = draft_token_ids.to(torch.int64)
     p = drafted_probs(draft_probs, ids)        # FlashInfer's p: draft probability of the drafted id
     q = drafted_probs(target_probs, ids)       # FlashInfer's q: target probability of the drafted id
