@@ -50,7 +50,7 @@ from specproof.harness.exact.dtypes import dtype_info, dtype_name, torch_dtype
 from specproof.harness.exact.sampling import Sampling, boundary_margin
 from specproof.harness.exact.softmax import exact_softmax
 
-__all__ = ["TransformersPair", "tiny_llama", "check_margins", "LLAMA_SHAPE", "WEIGHT_SCALES", "DRAFT_NOISE",
+__all__ = ["TransformersPair", "transformers_suite", "DEFAULT_NEW_TOKENS", "tiny_llama", "check_margins", "LLAMA_SHAPE", "WEIGHT_SCALES", "DRAFT_NOISE",
            "MIN_TEMPERATURE"]
 
 LLAMA_SHAPE = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -58,6 +58,7 @@ LLAMA_SHAPE = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 
 # std multipliers by weight name (module docstring): soft attention that mixes the prefix, a weak MLP
 WEIGHT_SCALES = {"q_proj": 0.3, "k_proj": 0.3, "v_proj": 0.7, "o_proj": 0.7, "mlp.": 0.2, "lm_head": 2.0}
 DRAFT_NOISE = 0.6
+DEFAULT_NEW_TOKENS = 4  # 16^4 = 65,536 sequences: the exact enumeration's limit
 MIN_TEMPERATURE = 0.25  # extra_tolerance without a sampling record covers every T >= this
 _BATCH = 512
 
@@ -163,11 +164,12 @@ class TransformersPair:
     name = "transformers-llama"
 
     def __init__(self, vocab: int = 16, prompt: tuple[int, ...] = (5, 11, 2), seed: int = 20261201,
-                 draft_seed: int = 20261202):
+                 draft_seed: int = 20261202, sampling: Sampling | None = None):
         if vocab < 4 or any(not 0 <= i < vocab for i in prompt) or not prompt:
             raise SpecproofInputError("prompt", f"{prompt!r} is not a non-empty prompt of ids in [0, {vocab})",
                                       "pass ids of the vocabulary")
         self.vocab, self.prompt, self.seed, self.draft_seed = vocab, tuple(prompt), seed, draft_seed
+        self.sampling = sampling  # bound: reference_logits checks the margins, extra_tolerance uses its T
         self._delta: float | None = None
         self._max_logit = 0.0
         self._built: tuple[Any, str, int] | None = None
@@ -204,6 +206,9 @@ class TransformersPair:
             raise SpecproofInputError("--models", "the transformers target produced non-finite logits",
                                       "use float32 or float64 for transformers models")
         self._bound(target, prefixes)
+        if self.sampling is not None:
+            for row in out:
+                self.check_margins(row, self.sampling, self._built[1] if self._built else "float32")
         return out
 
     def _bound(self, target: Any, prefixes: Sequence[tuple[int, ...]]) -> None:
@@ -228,6 +233,7 @@ class TransformersPair:
 
     def extra_tolerance(self, dtype: str, new_tokens: int, sampling: Sampling | None = None) -> Fraction:
         """``2 N delta_T`` (module docstring); without ``sampling`` the bound for ``T = MIN_TEMPERATURE``."""
+        sampling = sampling or self.sampling
         t = to_exact(sampling.temperature if sampling is not None else MIN_TEMPERATURE)
         shift = _scaled_shift([to_exact(self._max_logit)], t, self.logit_bound(), dtype_name(dtype))
         return min(Fraction(1), 2 * new_tokens * shift)
@@ -238,3 +244,20 @@ class TransformersPair:
             raise SpecproofInputError("--temperature", f"{sampling.temperature:g} is below {MIN_TEMPERATURE:g}",
                                       f"use --temperature >= {MIN_TEMPERATURE:g} with --models transformers")
         check_margins(logits, sampling, self.logit_bound(), dtype_name(dtype))
+
+
+def transformers_suite(sampling: Sampling | None = None, new_tokens: int | None = None) -> list[Any]:
+    """Scenarios with the tiny Llama pair, each pair bound to its sampling: plain ``T = 1`` with
+    ``N = 4``, and ``T = 0.7`` with top-k 3 and ``N = 3`` (over 16^3 sequences every top-3 boundary of
+    this seed is more than ``2 delta_T`` away; with ``N = 4`` some of the 4,369 prefixes come closer,
+    which :func:`check_margins` refuses, for every ``k``).  With ``sampling`` / ``new_tokens`` (the CLI's
+    flags): one scenario (refused if a decision lies within the margin)."""
+    from specproof.harness.check.pipeline_scenarios import PipelineScenario
+
+    settings = [("T1", Sampling(1.0), new_tokens or DEFAULT_NEW_TOKENS, "transformers Llama pair, T = 1"),
+                ("T0.7-topk3", Sampling(0.7, top_k=3), new_tokens or 3, "transformers Llama pair, T = 0.7, top-k 3")]
+    if sampling is not None:
+        settings = [(sampling.describe(), sampling, new_tokens or DEFAULT_NEW_TOKENS,
+                     f"transformers Llama pair, {sampling.describe()}")]
+    return [PipelineScenario(f"hf-{label} (N={n})", TransformersPair(sampling=chosen), chosen, n, text,
+                             ("transformers",)) for label, chosen, n, text in settings]

@@ -4,7 +4,7 @@
 each row of ``prompt_ids [B, L]``::
 
     target.generate(row, assistant_model=draft, do_sample=True, temperature=T, top_k=k or 0,
-                    top_p=p or 1.0, min_p=m, max_new_tokens=N, min_new_tokens=N, eos_token_id=None, ...)
+                    top_p=p or 1.0, min_p=m, max_new_tokens=N, eos_token_id=None, ...)
 
 with transformers' own candidate generator (``AssistedCandidateGenerator``), logits processors and
 ``_speculative_sampling``, and returns the ``N`` new tokens ``[B, N]`` int64.  ``target`` and ``draft``
@@ -16,9 +16,16 @@ Quirks handled (transformers 5.x):
 
 * "off": transformers' defaults are ``top_k=50``, ``top_p=1.0``, so off is passed as ``top_k=0`` and
   ``top_p=1.0``; ``min_p=None`` adds no processor; ``temperature=1.0`` adds none either.
-* ``eos_token_id=None`` (and ``min_new_tokens=N``) so no row stops early; ``pad_token_id`` from the
-  target's config (silences the open-end warning); an all-ones ``attention_mask`` (no padding).
-* batch size 1: assisted generation refuses ``B > 1``, so rows run one after the other.
+* ``eos_token_id=None`` so no row stops early (``min_new_tokens`` is NOT passed: it makes the drafter,
+  and only the drafter, mask its config's EOS token with ``MinNewTokensLengthLogitsProcessor``);
+  ``pad_token_id`` from the target's config (silences the open-end warning); an all-ones
+  ``attention_mask`` (no padding).  transformers drops an all-ones mask (``None``) before it builds the
+  candidate generator, and the assistant's ``generate`` then infers its own mask from
+  ``pad_token_id``: a prompt token equal to the pad id is masked for the drafter but not for the
+  target (a drafter-context mismatch; lossless, since ``q`` stays the law the drafts were sampled from).
+* batch size 1: assisted generation refuses ``B > 1``, so rows run one after the other, with one
+  intra-op thread during the call (restored after; the order of a sum may change, which the harness's
+  tolerance covers: any order).
 * randomness: transformers draws from the GLOBAL RNG (``torch.multinomial`` in the drafter's sampling,
   ``rand_like`` and ``multinomial`` in ``_speculative_sampling``).  Per call one 63-bit seed is drawn from
   ``generator``; inside ``torch.random.fork_rng`` the default generators of the CPU and of the prompt's
@@ -79,18 +86,20 @@ def make_transformers_generate(num_assistant_tokens: int | None = None,
         if confidence_threshold is not None:
             config.assistant_confidence_threshold = float(confidence_threshold)
         fork_devices = [device] if device.type != "cpu" else []
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # tiny tensors: intra-op threads only contend (5x slower on 2 busy cores)
         try:
             with torch.random.fork_rng(devices=fork_devices, device_type=device.type), torch.no_grad():
                 _seed_default_generators(device, seed)
                 for row in range(batch):
                     ids = prompt_ids[row:row + 1]
                     sequences = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft,
-                                                max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
-                                                eos_token_id=None, pad_token_id=target.config.pad_token_id,
+                                                max_new_tokens=max_new_tokens, eos_token_id=None, pad_token_id=target.config.pad_token_id,
                                                 **kwargs)
                     out[row] = sequences[0, length:length + max_new_tokens]
         finally:
             config.num_assistant_tokens, config.assistant_confidence_threshold = saved
+            torch.set_num_threads(threads)
         return out
 
     generate.__name__ = "transformers_generate" if num_assistant_tokens is None and confidence_threshold is None \
