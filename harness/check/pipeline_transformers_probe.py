@@ -140,3 +140,22 @@ def probe_assisted_generation(target: Any, draft: Any, prompt: tuple[int, ...], 
                 report.worst_target = max(report.worst_target, wt)
                 report.p_once += int(mt and wt <= delta_t / t)
     return report
+
+
+def main() -> None:
+    """``python -m specproof.harness.check.pipeline_transformers_probe``: the probes on the suite's
+    settings, with a prompt free of the pad id and with the suite's prompt (which contains it)."""
+    from specproof.harness.check.pipeline_transformers import TransformersPair, transformers_suite
+    from specproof.impls.adapters.transformers_generate import make_transformers_generate
+
+    for prompt in ((5, 11, 3), TransformersPair().prompt):
+        target, draft = TransformersPair(prompt=prompt).build("float32", "cpu", 4)
+        for scenario in transformers_suite():
+            for label, fn in (("defaults", None), ("K=2, no confidence stop", make_transformers_generate(2, 0.0))):
+                report = probe_assisted_generation(target, draft, prompt, scenario.sampling, scenario.new_tokens,
+                                                   rows=20, generate=fn)
+                print(f"prompt {prompt}, {scenario.sampling.describe()}, {label}: {report.summary()}")
+
+
+if __name__ == "__main__":
+    main()

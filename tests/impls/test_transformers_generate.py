@@ -16,7 +16,7 @@ from specproof.impls.adapters.transformers_generate import (generation_kwargs,  
 
 @pytest.fixture(scope="module")
 def models():
-    return TransformersPair(prompt=(5, 11, 3)).build("float32", "cpu", 4)
+    return TransformersPair(prompt=(5, 11, 3)).build("float32", "cpu", 4)  # 3: not the pad id (2)
 
 
 def test_off_maps_to_transformers_spelling():
@@ -67,3 +67,12 @@ def test_ci_check_of_transformers_pipeline_runs_to_its_verdict():
     assert not report.findings and not result.reproducibility
     assert report.detectable_tv > result.max_detectable_tv
     assert 0 < report.tolerance < 0.01
+
+
+def test_fixed_draft_length_is_set_on_the_assistant_config(models):
+    """transformers reads K from the assistant's generation_config (a num_assistant_tokens passed to
+    generate() is ignored): the adapter's override must bound every round's draft count."""
+    target, draft = models
+    report = probe_assisted_generation(target, draft, (5, 11, 3), Sampling(1.0), 4, rows=4,
+                                       generate=make_transformers_generate(2, 0.0))
+    assert report.rounds > 0 and set(report.draft_lengths) <= {1, 2}, report.summary()
