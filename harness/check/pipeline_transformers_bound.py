@@ -27,9 +27,9 @@ within ``gamma_n sum |a_i b_i|``, ``gamma_n = n u / (1 - n u)``, FMA or not, wha
 
 Each evaluation is within ``e`` of the exact real logits, so two are within ``delta = 2 max e_logits``.
 Neglected: products of two error terms (``O(u^2)``); relative to the bound they are of the size of the
-largest relative first-order error, about ``1e-4`` here (``delta ~ 1e-3`` on logits of size ``~7``).  On CUDA it
-assumes TF32 matmuls are off (torch's default for float32).  Llama layout only (no biases, default RoPE,
-eager attention), which :func:`logit_error_bound` checks.
+largest relative first-order error, about ``1e-4`` here (``delta ~ 1e-3`` on logits of size ``~7``).
+On CUDA it assumes TF32 matmuls are off (torch's default for float32).  Llama layout only (no biases,
+default RoPE, eager attention), which :func:`logit_error_bound` checks.
 
 Layer: harness.check (2); imports harness.exact and torch (the models it bounds).
 """
