@@ -165,20 +165,20 @@ def _prefix_family(law: PipelineLaw) -> EventFamily:
 
 
 def _pair_family(law: PipelineLaw, j: int) -> EventFamily:
-    """Joint law of tokens ``j-1`` and ``j`` (1-based), ``j >= 2``."""
+    """Joint law of tokens ``j-1`` and ``j`` (1-based), ``j >= 2``: float cells, exact zeros."""
     v = law.vocab
-    cells = np.zeros(v * v, dtype=object)
-    cells[:] = Fraction(0)
+    cells, positive = np.zeros(v * v), np.zeros(v * v, dtype=bool)
     for s, w in law.prefix.items():
         if len(s) == j and w:
-            cells[s[-2] * v + s[-1]] += w
+            cells[s[-2] * v + s[-1]] += float(w)
+            positive[s[-2] * v + s[-1]] = True
     return EventFamily(
         name=f"pairs at tokens {j - 1}, {j}",
         key=lambda out, j=j: out[:, j - 2] * v + out[:, j - 1],
         n_keys=v * v, matrix=np.eye(v * v),
-        expected=np.array([float(x) for x in cells]),
+        expected=cells,
         names=[f"tokens {j - 1}, {j} = ({a}, {b})" for a in range(v) for b in range(v)],
-        zero_tolerance=np.array([x == 0 for x in cells]),
+        zero_tolerance=~positive,
         positions=dict.fromkeys(range(v * v), j),
     )
 

@@ -29,6 +29,7 @@ Layer: harness.exact (1); imports proofs, harness.exact and impls (the processor
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -108,8 +109,13 @@ def _refuse(what: str) -> SpecproofInputError:
 
 
 def processed_law(logits: Sequence[Any], sampling: Sampling, dtype: str = "float32") -> tuple[Fraction, ...]:
-    """Exact law of the next token under ``sampling`` (module docstring); zeros are the masked tokens."""
-    values = to_exact(list(logits), "logits")
+    """Exact law of the next token under ``sampling`` (module docstring); zeros are the masked tokens.
+    Memoised on the exact logits (a model pair's reference and its margin check ask for the same rows)."""
+    return _processed(to_exact(list(logits), "logits"), sampling, dtype)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _processed(values: tuple[Fraction, ...], sampling: Sampling, dtype: str) -> tuple[Fraction, ...]:
     vocab = len(values)
     margin = boundary_margin(dtype, vocab)
     reference = exact_softmax(values, sampling.temperature)
