@@ -11,7 +11,10 @@
    ``top_p`` (the top token is always kept);
 4. min-p: keep ``p(x) >= min_p * max_y p(y)`` (on what is left; renormalising does not change ratios);
 
-masked entries become ``-inf``.  "Off" in runtimes' own spellings: ``top_k = 0`` (transformers'
+masked entries become ``-inf``.  A runtime that processes in another order declares it in
+``Sampling.order`` (a permutation of :data:`ORDER`; the reference follows it: a filter after the
+temperature reads ``softmax(l / T)``, one before it ``softmax(l)``; top-k acts on the tokens still kept).
+"Off" in runtimes' own spellings: ``top_k = 0`` (transformers'
 default is ``top_k = 50``, so off must be spelled ``top_k=0``), ``top_p = 1.0``, ``min_p = 0`` or
 ``None``: :meth:`Sampling.from_runtime` maps them to ``None``.
 
@@ -24,7 +27,7 @@ under test: the arithmetic bound of one softmax row and its partial sums, as in 
 of its threshold, or when two near-equal tokens straddle the top-p boundary: there a correct float
 implementation may decide either way, so scenarios keep away from boundaries.
 
-Layer: harness.exact (1); imports proofs, harness.exact and impls (the processors, lazily).
+Layer: harness.exact (1); imports proofs, harness.exact and impls (the processing order; the processors lazily).
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.dtypes import dtype_info
 from specproof.harness.exact.softmax import exact_softmax
+from specproof.impls.pipelines.processing import ORDER  # the processing order, defined once
 
-__all__ = ["Sampling", "apply_sampling", "processed_law", "boundary_margin"]
+__all__ = ["Sampling", "apply_sampling", "processed_law", "boundary_margin", "ORDER"]
 
 
 def _number(value: Any, argument: str, low: float, high: float, low_open: bool) -> float:
@@ -62,6 +66,7 @@ class Sampling:
     top_k: int | None = None
     top_p: float | None = None
     min_p: float | None = None
+    order: tuple[str, ...] = ORDER  # a runtime that processes in another order declares it here
 
     def __post_init__(self) -> None:
         t = self.temperature
@@ -76,18 +81,23 @@ class Sampling:
             _number(self.top_p, "top_p", 0.0, 1.0, True)
         if self.min_p is not None:
             _number(self.min_p, "min_p", 0.0, 1.0, False)
+        if not isinstance(self.order, tuple) or sorted(self.order) != sorted(ORDER):
+            raise SpecproofInputError("order", f"{self.order!r} is not an ordering of {ORDER}",
+                                      f"pass a tuple with each of {', '.join(ORDER)} once")
 
     @classmethod
     def from_runtime(cls, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-                     min_p: float | None = None) -> "Sampling":
+                     min_p: float | None = None, order: tuple[str, ...] = ORDER) -> "Sampling":
         """Runtimes' "off" spellings to ``None``: ``top_k = 0``, ``top_p = 1.0``, ``min_p = 0``."""
         return cls(temperature, None if top_k == 0 else top_k, None if top_p == 1.0 else top_p,
-                   None if min_p == 0 else min_p)
+                   None if min_p == 0 else min_p, tuple(order))
 
     def describe(self) -> str:
         parts = [f"T={self.temperature:g}"]
         parts += [f"{name}={value:g}" for name, value in (("top_k", self.top_k), ("top_p", self.top_p),
                                                            ("min_p", self.min_p)) if value is not None]
+        if self.order != ORDER:
+            parts.append("order " + " > ".join(self.order))
         return ", ".join(parts)
 
 
@@ -117,41 +127,64 @@ def processed_law(logits: Sequence[Any], sampling: Sampling, dtype: str = "float
 @functools.lru_cache(maxsize=1 << 16)
 def _processed(values: tuple[Fraction, ...], sampling: Sampling, dtype: str) -> tuple[Fraction, ...]:
     vocab = len(values)
-    margin = boundary_margin(dtype, vocab)
-    reference = exact_softmax(values, sampling.temperature)
-    probs = reference.probs.fractions()
-    margin += reference.rel_error_bound
-    keep = [True] * vocab
-    if sampling.top_k is not None and sampling.top_k < vocab:
-        kth = sorted(values, reverse=True)[sampling.top_k - 1]
-        below = [v for v in values if v < kth]
-        scale = max(abs(v) for v in values) / to_exact(sampling.temperature)
-        if below and (kth - max(below)) / to_exact(sampling.temperature) <= 2 * margin * scale:
-            raise _refuse(f"top_k={sampling.top_k}: the k-th and next logits differ by less than the rounding of l/T")
-        keep = [v >= kth for v in values]
-    if sampling.top_p is not None:
-        kept = sum((p for p, k in zip(probs, keep) if k), Fraction(0))
-        order = sorted((i for i in range(vocab) if keep[i]), key=lambda i: (-probs[i], i))
-        top_p, before, survivors = to_exact(sampling.top_p), Fraction(0), set()
-        for rank, i in enumerate(order):
-            share = probs[i] / kept
-            if abs(before - top_p) <= margin and before != 0:
-                raise _refuse(f"top_p={sampling.top_p:g}: the mass before token {i} is {float(before):.6g}")
-            if before < top_p:
-                survivors.add(i)
-                nxt = order[rank + 1] if rank + 1 < len(order) else None
-                if nxt is not None and before + share >= top_p and probs[nxt] != probs[i] \
-                        and probs[i] - probs[nxt] <= margin * probs[i]:
-                    raise _refuse(f"top_p={sampling.top_p:g}: tokens {i} and {nxt} straddle the boundary "
-                                  "with nearly equal probabilities")
-            before += share
-        keep = [i in survivors for i in range(vocab)]
-    if sampling.min_p is not None:
-        top = max(p for p, k in zip(probs, keep) if k)
-        min_p = to_exact(sampling.min_p)
-        for i in range(vocab):
-            if keep[i] and probs[i] != top and abs(probs[i] / top - min_p) <= 2 * margin:
-                raise _refuse(f"min_p={sampling.min_p:g}: token {i}'s ratio to the top is {float(probs[i] / top):.6g}")
-        keep = [k and p >= min_p * top for p, k in zip(probs, keep)]
+    laws: dict[Fraction, tuple[list[Fraction], Fraction]] = {}  # temperature -> (softmax, its error bound)
+
+    def law(t: Fraction) -> tuple[list[Fraction], Fraction]:
+        if t not in laws:
+            reference = exact_softmax(values, t)
+            laws[t] = reference.probs.fractions(), boundary_margin(dtype, vocab) + reference.rel_error_bound
+        return laws[t]
+
+    t, keep = Fraction(1), [True] * vocab
+    for step in sampling.order:
+        if step == "temperature":
+            t = to_exact(sampling.temperature)
+        elif step == "top_k" and sampling.top_k is not None:
+            keep = _top_k(values, keep, sampling.top_k, t, law(t)[1])
+        elif step == "top_p" and sampling.top_p is not None:
+            keep = _top_p(*law(t), keep, sampling.top_p)
+        elif step == "min_p" and sampling.min_p is not None:
+            keep = _min_p(*law(t), keep, sampling.min_p)
+    probs = law(t)[0]
     total = sum((p for p, k in zip(probs, keep) if k), Fraction(0))
     return tuple(p / total if k else Fraction(0) for p, k in zip(probs, keep))
+
+
+def _top_k(values: tuple[Fraction, ...], keep: list[bool], k: int, t: Fraction, margin: Fraction) -> list[bool]:
+    kept = sorted((v for v, on in zip(values, keep) if on), reverse=True)
+    if k >= len(kept):
+        return keep
+    kth = kept[k - 1]
+    below = [v for v in kept if v < kth]
+    scale = max(abs(v) for v in values) / t
+    if below and (kth - max(below)) / t <= 2 * margin * scale:
+        raise _refuse(f"top_k={k}: the k-th and next logits differ by less than the rounding of l/T")
+    return [on and v >= kth for v, on in zip(values, keep)]
+
+
+def _top_p(probs: list[Fraction], margin: Fraction, keep: list[bool], top_p_value: float) -> list[bool]:
+    kept = sum((p for p, k in zip(probs, keep) if k), Fraction(0))
+    order = sorted((i for i in range(len(probs)) if keep[i]), key=lambda i: (-probs[i], i))
+    top_p, before, survivors = to_exact(top_p_value), Fraction(0), set()
+    for rank, i in enumerate(order):
+        share = probs[i] / kept
+        if abs(before - top_p) <= margin and before != 0:
+            raise _refuse(f"top_p={top_p_value:g}: the mass before token {i} is {float(before):.6g}")
+        if before < top_p:
+            survivors.add(i)
+            nxt = order[rank + 1] if rank + 1 < len(order) else None
+            if nxt is not None and before + share >= top_p and probs[nxt] != probs[i] \
+                    and probs[i] - probs[nxt] <= margin * probs[i]:
+                raise _refuse(f"top_p={top_p_value:g}: tokens {i} and {nxt} straddle the boundary "
+                              "with nearly equal probabilities")
+        before += share
+    return [i in survivors for i in range(len(probs))]
+
+
+def _min_p(probs: list[Fraction], margin: Fraction, keep: list[bool], min_p_value: float) -> list[bool]:
+    top = max(p for p, k in zip(probs, keep) if k)
+    min_p = to_exact(min_p_value)
+    for i, (p, k) in enumerate(zip(probs, keep)):
+        if k and p != top and abs(p / top - min_p) <= 2 * margin:
+            raise _refuse(f"min_p={min_p_value:g}: token {i}'s ratio to the top is {float(p / top):.6g}")
+    return [k and p >= min_p * top for p, k in zip(probs, keep)]

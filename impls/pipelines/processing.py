@@ -1,5 +1,6 @@
 """Sampling processors of a pipeline, built from a ``sampling`` record (``temperature``, ``top_k``,
-``top_p``, ``min_p``; ``None`` when off), in the order temperature, top-k, top-p, min-p.
+``top_p``, ``min_p``; ``None`` when off), in the order temperature, top-k, top-p, min-p unless the
+record's ``order`` says otherwise.
 
 The harness's published definition (``specproof.harness.apply_sampling``) is this pipeline; the exact
 reference computes the same masks on exact rationals.
@@ -15,19 +16,19 @@ import torch
 
 from specproof.impls.processors import MinP, Processors, Temperature, TopK, TopP
 
-__all__ = ["sampling_processors", "processed_probs"]
+__all__ = ["sampling_processors", "processed_probs", "ORDER"]
+
+ORDER = ("temperature", "top_k", "top_p", "min_p")  # unless the sampling record declares its own order
 
 
 def sampling_processors(sampling: Any, *, skip: tuple[str, ...] = ()) -> Processors:
     """The processors of ``sampling``; ``skip`` leaves out some of ``"top_k"``, ``"top_p"``, ``"min_p"``
     (for the mutants that apply a processor on one side only)."""
-    steps: list = [Temperature(float(sampling.temperature))]
-    if sampling.top_k is not None and "top_k" not in skip:
-        steps.append(TopK(int(sampling.top_k)))
-    if sampling.top_p is not None and "top_p" not in skip:
-        steps.append(TopP(float(sampling.top_p)))
-    if sampling.min_p is not None and "min_p" not in skip:
-        steps.append(MinP(float(sampling.min_p)))
+    build = {"temperature": lambda: Temperature(float(sampling.temperature)),
+             "top_k": lambda: TopK(int(sampling.top_k)), "top_p": lambda: TopP(float(sampling.top_p)),
+             "min_p": lambda: MinP(float(sampling.min_p))}
+    steps = [build[name]() for name in getattr(sampling, "order", ORDER)
+             if name not in skip and (name == "temperature" or getattr(sampling, name) is not None)]
     return Processors(steps)
 
 

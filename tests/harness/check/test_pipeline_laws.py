@@ -21,27 +21,32 @@ from specproof.harness.check.pipeline_laws import (MAX_SEQUENCES, PipelineLaw, p
 from specproof.harness.check.pipeline_models import TablePair
 from specproof.harness.check.pipeline_scenarios import pipeline_suite, table_pair, with_sampling
 from specproof.harness.exact.convert import to_exact
-from specproof.harness.exact.sampling import processed_law
+from specproof.harness.exact.sampling import ORDER, processed_law
 from specproof.harness.exact.softmax import exact_softmax
 from specproof.harness.exact.tolerances import step_tolerance
 
 
 def brute_processed(logits: tuple[Fraction, ...], sampling: Sampling) -> list[Fraction]:
-    """The processing by its definitions, formulated differently from ``processed_law``."""
-    probs = exact_softmax(logits, sampling.temperature).probs.fractions()
+    """The processing by its definitions, step by step in ``sampling.order``, formulated differently
+    from ``processed_law``."""
     vocab = len(logits)
-    keep = set(range(vocab))
-    if sampling.top_k is not None:  # fewer than k logits strictly above it
-        keep = {i for i in keep if sum(logits[j] > logits[i] for j in range(vocab)) < sampling.top_k}
-    if sampling.top_p is not None:  # the smallest descending prefix whose mass reaches top_p
-        order = sorted(keep, key=lambda i: (-probs[i], i))
-        total = sum(probs[i] for i in order)
-        size = next(m for m in range(1, len(order) + 1)
-                    if sum(probs[i] for i in order[:m]) / total >= to_exact(sampling.top_p))
-        keep = set(order[:size])
-    if sampling.min_p is not None:
-        top = max(probs[i] for i in keep)
-        keep = {i for i in keep if probs[i] >= to_exact(sampling.min_p) * top}
+    keep, t = set(range(vocab)), Fraction(1)
+    for step in sampling.order:
+        probs = exact_softmax(logits, t).probs.fractions()
+        if step == "temperature":
+            t = to_exact(sampling.temperature)
+        elif step == "top_k" and sampling.top_k is not None:  # fewer than k kept logits strictly above it
+            keep = {i for i in keep if sum(logits[j] > logits[i] for j in keep) < sampling.top_k}
+        elif step == "top_p" and sampling.top_p is not None:  # the smallest descending prefix reaching top_p
+            order = sorted(keep, key=lambda i: (-probs[i], i))
+            total = sum(probs[i] for i in order)
+            size = next(m for m in range(1, len(order) + 1)
+                        if sum(probs[i] for i in order[:m]) / total >= to_exact(sampling.top_p))
+            keep = set(order[:size])
+        elif step == "min_p" and sampling.min_p is not None:
+            top = max(probs[i] for i in keep)
+            keep = {i for i in keep if probs[i] >= to_exact(sampling.min_p) * top}
+    probs = exact_softmax(logits, t).probs.fractions()
     mass = sum(probs[i] for i in keep)
     return [probs[i] / mass if i in keep else Fraction(0) for i in range(vocab)]
 
@@ -52,6 +57,7 @@ samplings = st.builds(
     st.one_of(st.none(), st.integers(1, 3)),
     st.one_of(st.none(), st.sampled_from([0.5, 0.75, 0.9])),
     st.one_of(st.none(), st.sampled_from([0.1, 0.3])),
+    st.permutations(ORDER).map(tuple),
 )
 
 
@@ -105,6 +111,8 @@ def test_sampling_validation_and_runtime_spellings():
         with pytest.raises(SpecproofInputError) as err:
             Sampling(**kwargs)
         assert err.value.argument == argument
+    with pytest.raises(SpecproofInputError):
+        Sampling(order=("temperature", "top_k"))
     with pytest.raises(Exception):
         Sampling().temperature = 2.0  # frozen
 
