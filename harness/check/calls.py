@@ -163,6 +163,7 @@ class VerifierCaller:
     def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
         self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
         self.seconds = 0.0
+        self.rows = 0
 
     def __call__(self, real: "Realisation", drafts: torch.Tensor, seed: int) -> torch.Tensor:
         draft_rows, target_rows = real.rows(drafts)
@@ -173,4 +174,5 @@ class VerifierCaller:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.seconds += time.perf_counter() - t0
+        self.rows += drafts.shape[0]
         return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)

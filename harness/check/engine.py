@@ -282,9 +282,11 @@ class _Ledger:
         up, down = self.sides[where[0]]
         p = float(self.stream.families[where[0]].expected[where[1]])
         thr = min(up.log_threshold[where[1]], down.log_threshold[where[1]])
-        shift = target - self.stream.tolerance
-        if shift <= 0 or not math.isfinite(thr):
+        if not math.isfinite(thr):
             return cap
+        # a band wider than the target (bfloat16): no row count reaches it; spend the rows that see a
+        # shift of ``target`` beyond the band instead of the cap
+        shift = target - self.stream.tolerance if target > self.stream.tolerance else target
         return samples_for_shift(shift, p, float(thr) + LN2, self.stream.tolerance, limit=cap)
 
 

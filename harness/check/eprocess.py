@@ -35,9 +35,9 @@ import math
 
 import numpy as np
 
-from specproof.harness.check.statistics import bernoulli_kl, rejection_threshold
+from specproof.harness.check.statistics import bernoulli_kl
 
-__all__ = ["SideEvidence", "bet_for_mean", "log_mgf", "design_detectable_shift", "LN2"]
+__all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2"]
 
 LN2 = math.log(2.0)
 MAX_BET = 60.0  # l beyond this changes nothing measurable (e^-60) and would overflow expm1
@@ -57,11 +57,24 @@ def bet_for_mean(mean: np.ndarray, mu: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(bet, nan=0.0, posinf=MAX_BET), 0.0, MAX_BET)
 
 
-def _design_bet(mu: float, rows: int, log_threshold: float) -> float:
-    """The bet of the fixed-sample Chernoff test at ``rows`` with threshold ``log_threshold + ln 2``."""
-    edge = rejection_threshold(mu, rows, log_threshold + LN2, upper=True)
-    edge = min(edge, 1.0 - 0.5 / (rows + 1))  # unreachable at this n: bet for the largest mean it can see
-    return float(bet_for_mean(np.array([edge]), np.array([mu]))[0])
+def design_bets(mu: np.ndarray, rows: int, log_threshold: np.ndarray) -> np.ndarray:
+    """Bets of the fixed-sample Chernoff test at ``rows`` with threshold ``log_threshold + ln 2``: the
+    bet for the mean ``m*`` above ``mu`` with ``rows KL(m* || mu) = t + ln 2`` (vectorised bisection;
+    where no mean in ``[0, 1)`` reaches it, the bet for the largest mean ``1 - 1/(2(n+1))``)."""
+    mu = np.asarray(mu, dtype=np.float64)
+    target = (np.asarray(log_threshold, dtype=np.float64) + LN2) / rows
+    cap = 1.0 - 0.5 / (rows + 1)
+    finite = np.isfinite(target) & (mu < cap)
+    m = np.where(finite, mu, 0.5)
+    lo, hi = m.copy(), np.full_like(m, cap)
+    log_mu, log_not_mu = np.log(m), np.log1p(-m)
+    for _ in range(48):  # the bracket shrinks to 2^-48 of [mu, 1): far below any row count's resolution
+        mid = 0.5 * (lo + hi)
+        kl = mid * (np.log(mid) - log_mu) + (1.0 - mid) * (np.log1p(-mid) - log_not_mu)
+        far = kl >= target
+        hi = np.where(far, mid, hi)
+        lo = np.where(far, lo, mid)
+    return np.where(finite, bet_for_mean(hi, m), 0.0)
 
 
 def design_detectable_shift(mu: float, rows: int, bet: float, log_threshold: float, beta: float = 0.01) -> float:
@@ -108,8 +121,7 @@ class SideEvidence:
         """Fix the design bet for a quota of ``rows`` further rows (only between batches: predictable)."""
         self.planned = int(rows)
         self.design_rows = 0
-        self.design_bet = np.array([_design_bet(float(m), self.planned, float(t)) if a else 0.0
-                                    for m, t, a in zip(self.mu, self.log_threshold, self.active)])
+        self.design_bet = np.where(self.active, design_bets(self.mu, self.planned, self.log_threshold), 0.0)
 
     def update(self, sums: np.ndarray, rows: int) -> None:
         """Fold in one batch: ``sums`` of ``Y`` per event over its ``rows`` rows."""

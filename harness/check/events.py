@@ -70,34 +70,41 @@ def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
     return (emitted >= 0).sum(dim=1)
 
 
+def _numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Small integer work in numpy (single-threaded): torch's threaded kernels crawl on a busy machine."""
+    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
 def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) -> np.ndarray:
     """Code of each row's emitted sequence, tokens mapped to ``token % classes`` (alphabet = classes)."""
-    lengths = emitted_lengths(emitted)
-    offsets = torch.as_tensor(sequence_codes(alphabet, k + 1))
-    code = torch.zeros(emitted.shape[0], dtype=torch.int64)
+    out = _numpy(emitted)
+    lengths = (out >= 0).sum(axis=1)
+    offsets = sequence_codes(alphabet, k + 1)
+    code = np.zeros(out.shape[0], dtype=np.int64)
     for j in range(k + 1):
         inside = j < lengths
-        code = torch.where(inside, code * alphabet + emitted[:, j].clamp(min=0) % classes, code)
-    return (offsets[lengths] + code).numpy()
+        code = np.where(inside, code * alphabet + np.maximum(out[:, j], 0) % classes, code)
+    return offsets[lengths] + code
 
 
 def impossible_rows(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int, list[int]]:
     """Rows emitting a token of target probability 0 at its emitted prefix (read from the harness's own
     rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts;
     the earliest 1-based token position of each kind (0 when none)."""
-    n, width = emitted.shape
-    lengths = emitted_lengths(emitted)
-    positions = torch.arange(width)
-    inside = positions < lengths.unsqueeze(1)
-    tokens = emitted.clamp(min=0)
-    classes = torch.cat([torch.zeros((n, 1), dtype=torch.int64), tokens[:, :-1] % real.classes], dim=1)
-    probs = real.target[positions.expand(n, width), classes, tokens]
-    zero_cells = inside & (probs == 0)
-    before_last = positions[:-1] < (lengths - 1).unsqueeze(1)
-    mismatch_cells = before_last & (emitted[:, :-1] != drafts)
-    first = [int(cells.any(dim=0).nonzero()[0]) + 1 if bool(cells.any()) else 0
+    out, drafted = _numpy(emitted), _numpy(drafts)
+    n, width = out.shape
+    lengths = (out >= 0).sum(axis=1)
+    positions = np.arange(width)
+    inside = positions < lengths[:, None]
+    tokens = np.maximum(out, 0)
+    classes = np.concatenate([np.zeros((n, 1), dtype=np.int64), tokens[:, :-1] % real.classes], axis=1)
+    probs = real.target_zero_mask[np.broadcast_to(positions, (n, width)), classes, tokens]
+    zero_cells = inside & probs
+    before_last = positions[:-1] < (lengths - 1)[:, None]
+    mismatch_cells = before_last & (out[:, :-1] != drafted)
+    first = [int(np.flatnonzero(cells.any(axis=0))[0]) + 1 if cells.any() else 0
              for cells in (zero_cells, mismatch_cells)]
-    return int(zero_cells.any(dim=1).sum()), int(mismatch_cells.any(dim=1).sum()), first
+    return int(zero_cells.any(axis=1).sum()), int(mismatch_cells.any(axis=1).sum()), first
 
 
 def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],
@@ -190,10 +197,9 @@ def _first_token_family(real: Realisation) -> EventFamily:
     for e, sub in enumerate(subsets):
         matrix[list(sub), e] = 1.0
     expected = [sum((mass[b] for b in sub), Fraction(0)) for sub in subsets]
-    bucket_t = torch.as_tensor(bucket_of)
     return EventFamily(
         name="first-token",
-        key=lambda e: bucket_t[e[:, 0].clamp(min=0)].numpy(),
+        key=lambda e: bucket_of[np.maximum(_numpy(e[:, 0]), 0)],
         n_keys=n_buckets,
         matrix=matrix,
         expected=np.array([float(x) for x in expected]),

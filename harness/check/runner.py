@@ -47,7 +47,7 @@ from specproof.harness.check.calls import (ContractViolation, VerifierCaller, Ve
                                            resolve_device)
 from specproof.harness.check.engine import LEVELS, EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.events import EventFamily, build_families, impossible_rows
-from specproof.harness.check.injection import inject_check
+from specproof.harness.check.injection import DEFAULT_ROWS as INJECTION_ROWS, inject_check
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult,
                                             Finding, ScenarioReport, Verdict)
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
@@ -59,6 +59,9 @@ __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "Contra
            "impossible_rows", "BatchedStream", "LEVELS"]
 
 REPRODUCIBILITY_ROWS = 256
+INJECTION_SECONDS = 8.0  # the injection's share of a default check, for slow verifiers
+INJECTION_PASSES = 21  # passes of inject_check on the default scenarios (1 baseline + edges, 3 scenarios)
+INJECTION_MIN_ROWS = 64
 ZERO_TOKEN = "emitted a token of target probability 0 at its prefix"
 MISMATCH = "emitted tokens before the last that are not the drafted ones"
 
@@ -127,12 +130,16 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     streams = [BatchedStream(index, *_prepared(scenario, dtype, str(torch_device), rule_record), dtype,
                              batch_size, seed, call)
                for index, scenario in enumerate(suite)]
+    reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
     injection, injection_note = None, None
     if inject and torch_device.type == "cpu":
-        injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout)
+        # rows per injection pass: DEFAULT_ROWS, fewer for a slow verifier (timed on the reproducibility
+        # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
+        per_row = call.seconds / max(call.rows, 1)
+        rows = int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, INJECTION_SECONDS / (INJECTION_PASSES * max(per_row, 1e-9)))))
+        injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout, rows=rows)
     elif inject:
         injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
-    reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
     extra = list(reproducibility) + (_injection_findings(injection) if injection is not None else [])
     if extra and fail_fast:
         run = EngineRun([s.empty_report() for s in streams], 0, 0.0, "fail-fast", 0)

@@ -252,6 +252,11 @@ class Realisation:
     def _draft_cdf_numpy(self) -> np.ndarray:
         return self.draft_cdf.numpy()
 
+    @cached_property
+    def target_zero_mask(self) -> np.ndarray:
+        """``[K+1, C, V]`` bool: the rounded target gives the token probability exactly 0 there."""
+        return (self.target == 0).numpy()
+
     def rows(self, draft_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``draft_probs [n, K, V]`` and ``target_probs [n, K+1, V]`` for the drafted prefixes.
 

@@ -15,10 +15,11 @@ from specproof.impls import implementations
 
 import cli_targets
 
+# the runtime-layout records are checked through their adapters in tests/impls/adapters/
 EXACT = [r for r in implementations(contract="batched", expected_exact=True)
-         if r.rule != "greedy" and "compiled" not in r.name]
+         if r.rule != "greedy" and "compiled" not in r.name and "-layout" not in r.name]
 ZOO = [r for r in implementations(contract="batched", expected_exact=False) if "transformers" not in r.name]
-# damage on an event too rare to sample (u == 0 has probability 2^-24): caught by harness.grid instead
+# damage on an event too rare to sample (u == 0 has probability 2^-24): caught by the RNG edge injection
 GRID_ONLY = {"le-ratio-invcdf"}
 
 
@@ -37,11 +38,16 @@ def test_zoo_is_flagged_with_default_settings(record):
     assert result.findings
 
 
-def test_grid_only_member_is_invisible_to_sampling():
-    """u == 0 has probability 2^-24 per test: sampling cannot see it; harness.grid does (test_grid.py)."""
+def test_u_zero_member_is_invisible_to_sampling_and_certain_under_injection():
+    """u == 0 has probability 2^-24 per test: sampling alone cannot see it (the exact grid does,
+    test_grid.py); the default check's RNG edge injection flags it with certainty, black-box."""
     for record in ZOO:
         if record.name in GRID_ONLY:
-            assert check_verifier(record.fn, samples=20_000, max_detectable_tv=0.06).passed
+            assert check_verifier(record.fn, samples=20_000, max_detectable_tv=0.06, inject=False).passed
+            result = check_verifier(record.fn, samples=2_000, max_detectable_tv=0.06)
+            assert result.flagged and result.injection_findings, result.summary()
+            assert all(f.certain for f in result.injection_findings)
+            assert "2^-24" in result.injection_summary or "1/16777216" in result.injection_summary
 
 
 def test_zoo_flagged_in_float64_too():

@@ -1,0 +1,152 @@
+"""The engine's guarantee: anytime-valid tests with adaptive allocation keep the family-wise
+false-alarm rate at alpha (simulated null at the band's edge), and still flag real deviations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from specproof.harness.check.engine import (LEVELS, SCREEN_ROWS, RowBatch, alpha_shares, run_streams,
+                                            verdict_for)
+from specproof.harness.check.eprocess import SideEvidence, design_detectable_shift
+from specproof.harness.check.events import EventFamily
+from specproof.harness.check.result import Verdict
+from specproof.harness.check.statistics import detectable_shift
+from specproof.proofs.errors import SpecproofInputError
+
+
+def _family(expected_law: np.ndarray) -> EventFamily:
+    """Every non-trivial union of tokens as an event (indicator rows)."""
+    v = len(expected_law)
+    subsets = [s for size in range(1, v) for s in itertools.combinations(range(v), size)]
+    matrix = np.zeros((v, len(subsets)))
+    for e, s in enumerate(subsets):
+        matrix[list(s), e] = 1.0
+    expected = matrix.T @ expected_law
+    return EventFamily("first-token", lambda e: e, v, matrix, expected, [str(s) for s in subsets],
+                       np.zeros(len(subsets), dtype=bool))
+
+
+class CategoricalStream:
+    """Rows are i.i.d. tokens of ``actual``; the events' exact law is ``expected``."""
+
+    def __init__(self, name: str, expected: np.ndarray, actual: np.ndarray, tolerance: float, rng: np.random.Generator):
+        self.name, self.vocab, self.k = name, len(expected), 1
+        self.families = [_family(expected)]
+        self.tolerance = tolerance
+        self.actual, self.rng = actual, rng
+        self.rows = 0
+
+    def draw(self, rows: int) -> RowBatch:
+        counts = self.rng.multinomial(rows, self.actual).astype(np.float64)
+        self.rows += rows
+        return RowBatch(rows, [counts])
+
+
+LAW = np.array([0.4, 0.3, 0.2, 0.1])
+
+
+def _edge_law(tau: float) -> np.ndarray:
+    """Mass tau moved from token 3 to token 0: every event's mean is within tau, several exactly at +-tau."""
+    law = LAW.copy()
+    law[0] += tau
+    law[3] -= tau
+    return law
+
+
+@pytest.mark.parametrize("fail_fast", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_simulated_null_false_alarm_rate_within_its_binomial_bound(fail_fast):
+    """1,000 adaptive runs at alpha = 0.05 with the true law at the tolerance band's edge: the rate of
+    runs with any finding is at most alpha, up to a one-sided binomial bound at level 1e-3."""
+    alpha, runs, tau = 0.05, 1000, 0.01
+    rng = np.random.default_rng(20261201 + fail_fast)
+    alarms = 0
+    for _ in range(runs):
+        streams = [CategoricalStream(f"s{i}", LAW, _edge_law(tau), tau, rng) for i in range(3)]
+        run = run_streams(streams, alpha=alpha, rows=3000, fail_fast=fail_fast, progress=False)
+        alarms += any(r.findings for r in run.reports)
+    bound = binom.ppf(1 - 1e-3, runs, alpha)
+    assert alarms <= bound, f"{alarms} false alarms in {runs} runs (bound {bound:.0f} at alpha {alpha})"
+
+
+def test_a_real_deviation_is_flagged_in_the_stream_that_shows_it_and_rows_go_there():
+    rng = np.random.default_rng(1)
+    quiet = [CategoricalStream(f"quiet {i}", LAW, LAW, 0.0, rng) for i in range(4)]
+    shifted = LAW + np.array([0.08, 0.0, 0.0, -0.08])
+    loud = CategoricalStream("loud", LAW, shifted, 0.0, rng)
+    run = run_streams(quiet + [loud], alpha=1e-6, rows=200_000, fail_fast=True, progress=False)
+    assert run.stop_reason == "fail-fast"
+    flagged = [r for r in run.reports if r.findings]
+    assert [r.name for r in flagged] == ["loud"]
+    # the quiet streams got their screening pass and little more: the rows went where the evidence grew
+    assert all(r.rows <= 4 * SCREEN_ROWS for r in run.reports if r.name != "loud")
+    assert run.rows_at_first_flag == run.rows
+    assert verdict_for(run.reports, [], 0.05) is Verdict.FAIL
+
+
+def test_a_probability_zero_event_is_a_certain_finding():
+    law = np.array([0.5, 0.5, 0.0])
+    rng = np.random.default_rng(2)
+    stream = CategoricalStream("zero", law, np.array([0.5, 0.49, 0.01]), 0.0, rng)
+    stream.families[0].zero_tolerance[:] = stream.families[0].expected == 0
+    run = run_streams([stream], rows=5000, progress=False)
+    certain = [f for f in run.reports[0].findings if f.certain]
+    assert certain and certain[0].event == "(2,)"
+
+
+def test_the_design_process_keeps_the_fixed_sample_chernoff_power_at_the_quota():
+    """At its planned rows the design bet rejects exactly where N KL(mean || mu) >= ln(2/a): the same
+    detectable shift as the fixed-sample test with threshold ln(2/a)."""
+    mu, rows, log_thr = 0.3, 50_000, 20.0
+    side = SideEvidence(np.array([mu]), np.array([log_thr]), np.array([True]))
+    side.plan(rows)
+    side.update(np.array([0.0]), rows)  # only the row count matters for the power
+    fixed = detectable_shift(mu, rows, log_thr + math.log(2.0))
+    assert side.detectable_shift(0) == pytest.approx(fixed, rel=0.02)
+    assert design_detectable_shift(mu, rows, float(side.design_bet[0]), log_thr) == side.detectable_shift(0)
+
+
+def test_alpha_shares_sum_to_at_most_alpha():
+    rng = np.random.default_rng(3)
+    streams = [CategoricalStream(f"s{i}", LAW, LAW, 0.001, rng) for i in range(5)]
+    total = 0.0
+    for per_stream in alpha_shares(streams, 1e-6):
+        for up, down in per_stream:
+            total += float(np.exp(-up[np.isfinite(up)]).sum() + np.exp(-down[np.isfinite(down)]).sum())
+    assert 0.999e-6 <= total <= 1e-6 * (1 + 1e-12)
+
+
+def test_default_level_quota_reaches_the_target_power():
+    rng = np.random.default_rng(4)
+    stream = CategoricalStream("s", LAW, LAW, 0.0, rng)
+    run = run_streams([stream], max_detectable_tv=0.02, progress=False)
+    report = run.reports[0]
+    assert report.detectable_tv <= 0.02
+    assert LEVELS["default"].min_rows <= report.rows <= LEVELS["default"].max_rows
+    thorough = run_streams([CategoricalStream("s", LAW, LAW, 0.0, rng)], level="thorough", progress=False)
+    assert thorough.reports[0].detectable_tv <= 0.25 * 0.02 + 1e-9
+    assert thorough.reports[0].rows >= LEVELS["thorough"].min_rows
+
+
+def test_time_budget_stops_the_run_and_states_what_it_could_see():
+    rng = np.random.default_rng(5)
+    ticks = itertools.count()
+    clock = lambda: next(ticks) * 0.5  # every reading of the clock advances half a second
+    streams = [CategoricalStream(f"s{i}", LAW, LAW, 0.0, rng) for i in range(2)]
+    run = run_streams(streams, time_budget=20.0, progress=False, clock=clock)
+    assert run.stop_reason in ("time-budget", "complete")
+    assert all(0 < r.rows for r in run.reports)
+    assert all(0 < r.detectable_tv <= 1 for r in run.reports)
+
+
+@pytest.mark.parametrize("kwargs, argument", [({"alpha": 0.0}, "alpha"), ({"level": "fast"}, "level"),
+                                              ({"time_budget": -1.0}, "time_budget")])
+def test_bad_engine_arguments_name_the_argument(kwargs, argument):
+    rng = np.random.default_rng(6)
+    with pytest.raises(SpecproofInputError) as info:
+        run_streams([CategoricalStream("s", LAW, LAW, 0.0, rng)], progress=False, **kwargs)
+    assert info.value.argument == argument
