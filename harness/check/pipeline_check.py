@@ -48,7 +48,8 @@ REPRODUCIBILITY_ROWS = 256
 
 
 class GenerateStream:
-    """One scenario's stream for the engine: families, tolerance, ``draw``."""
+    """One scenario's stream for the engine: families, tolerance, ``draw``.  ``k`` is ``N - 1`` (a row
+    holds ``N = k + 1`` tokens, as a batched round's ``K + 1``); the pipeline chooses its own drafts."""
 
     def __init__(self, scenario: PipelineScenario, generate: Callable[..., Any], dtype: str, device: torch.device,
                  seed: int, index: int, timeout: float | None, hard_exit: bool = False):
