@@ -60,6 +60,7 @@ LLAMA_SHAPE = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 
 # std multipliers by weight name (module docstring): soft attention that mixes the prefix, a weak MLP
 WEIGHT_SCALES = {"q_proj": 0.3, "k_proj": 0.3, "v_proj": 0.7, "o_proj": 0.7, "mlp.": 0.2, "lm_head": 2.0}
 DRAFT_NOISE = 0.6
+OFFSUPPORT_NOISE = 3.0  # the off-support scenario's draft: at the prompt all its top-3 mass is outside the target's
 DEFAULT_NEW_TOKENS = 4  # 16^4 = 65,536 sequences: the exact enumeration's limit
 MIN_TEMPERATURE = 0.25  # extra_tolerance without a sampling record covers every T >= this
 _BATCH = 512
@@ -166,11 +167,12 @@ class TransformersPair:
     name = "transformers-llama"
 
     def __init__(self, vocab: int = 16, prompt: tuple[int, ...] = (5, 11, 2), seed: int = 20261201,
-                 draft_seed: int = 20261202, sampling: Sampling | None = None):
+                 draft_seed: int = 20261202, sampling: Sampling | None = None, draft_noise: float = DRAFT_NOISE):
         if vocab < 4 or any(not 0 <= i < vocab for i in prompt) or not prompt:
             raise SpecproofInputError("prompt", f"{prompt!r} is not a non-empty prompt of ids in [0, {vocab})",
                                       "pass ids of the vocabulary")
         self.vocab, self.prompt, self.seed, self.draft_seed = vocab, tuple(prompt), seed, draft_seed
+        self.draft_noise = draft_noise
         self.sampling = sampling  # bound: reference_logits checks the margins, extra_tolerance uses its T
         self._delta: float | None = None
         self._max_logit = 0.0
@@ -182,7 +184,7 @@ class TransformersPair:
         max_length = len(self.prompt) + new_tokens + MAX_DRAFT + 1
         target = tiny_llama(self.vocab, max_length, self.seed, dtype, device)
         draft = tiny_llama(self.vocab, max_length, self.seed, dtype, device, noise_seed=self.draft_seed,
-                           noise=DRAFT_NOISE)
+                           noise=self.draft_noise)
         self._built, self._delta, self._max_logit = (target, dtype), None, 0.0
         return target, draft
 
@@ -252,14 +254,20 @@ def transformers_suite(sampling: Sampling | None = None, new_tokens: int | None 
     """Scenarios with the tiny Llama pair, each pair bound to its sampling: plain ``T = 1`` with
     ``N = 4``, and ``T = 0.7`` with top-k 3 and ``N = 3`` (over 16^3 sequences every top-3 boundary of
     this seed is more than ``2 delta_T`` away; with ``N = 4`` some of the 4,369 prefixes come closer,
-    which :func:`check_margins` refuses, for every ``k``).  With ``sampling`` / ``new_tokens`` (the CLI's
+    which :func:`check_margins` refuses, for every ``k``), with the default draft and with a draft
+    that proposes processed-away tokens (where RNG edge injection can see ``u = 0`` accept them).  With ``sampling`` / ``new_tokens`` (the CLI's
     flags): one scenario (refused if a decision lies within the margin)."""
     from specproof.harness.check.pipeline_scenarios import PipelineScenario
 
     settings = [("T1", Sampling(1.0), new_tokens or DEFAULT_NEW_TOKENS, "transformers Llama pair, T = 1"),
-                ("T0.7-topk3", Sampling(0.7, top_k=3), new_tokens or 3, "transformers Llama pair, T = 0.7, top-k 3")]
+                ("T0.7-topk3", Sampling(0.7, top_k=3), new_tokens or 3, "transformers Llama pair, T = 0.7, top-k 3"),
+                ("T0.7-topk3-offsupport", Sampling(0.7, top_k=3), new_tokens or 3,
+                 "T = 0.7, top-k 3, a draft nearly independent of the target (noise 3): its drafts are "
+                 "often tokens the target's top-3 removes")]
     if sampling is not None:
         settings = [(sampling.describe(), sampling, new_tokens or DEFAULT_NEW_TOKENS,
                      f"transformers Llama pair, {sampling.describe()}")]
-    return [PipelineScenario(f"hf-{label} (N={n})", TransformersPair(sampling=chosen), chosen, n, text,
-                             ("transformers",)) for label, chosen, n, text in settings]
+    return [PipelineScenario(f"hf-{label} (N={n})", TransformersPair(sampling=chosen, draft_noise=(
+        OFFSUPPORT_NOISE if label.endswith("offsupport") else DRAFT_NOISE)), chosen, n, text,
+        ("transformers", "zeros") if chosen.top_k or chosen.top_p or chosen.min_p else ("transformers",))
+        for label, chosen, n, text in settings]

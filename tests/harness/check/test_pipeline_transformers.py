@@ -120,7 +120,7 @@ def test_margins_refuse_decisions_within_the_logit_bound():
 
 def test_suite_binds_each_pair_to_its_sampling():
     suite = transformers_suite()
-    assert [s.new_tokens for s in suite] == [4, 3]
+    assert [s.new_tokens for s in suite] == [4, 3, 3]
     assert all(s.pair.sampling == s.sampling for s in suite)
     one = transformers_suite(Sampling(0.9, top_k=2), 2)
     assert len(one) == 1 and one[0].pair.sampling == Sampling(0.9, top_k=2) and one[0].new_tokens == 2
