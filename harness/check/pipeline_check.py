@@ -58,7 +58,14 @@ class GenerateStream:
         pair, n = scenario.pair, scenario.new_tokens
         self.name, self.vocab, self.k, self.new_tokens = scenario.name, int(pair.vocab), n - 1, n
         self.target, self.draft = pair.build(dtype, str(device), n)
-        self.law = PipelineLaw.build(pair, self.target, scenario.sampling, n, dtype)
+        try:
+            self.law = PipelineLaw.build(pair, self.target, scenario.sampling, n, dtype)
+        except SpecproofInputError as err:  # name the scenario whose processing sits on a boundary
+            if err.argument != "sampling":
+                raise
+            raise SpecproofInputError("sampling", f"scenario '{self.name}' ({scenario.sampling.describe()}, {dtype}): "
+                                      f"{err.problem}", f"{err.fix}; a narrow dtype widens the float margin: "
+                                      "check in float32") from None
         self.families = pipeline_families(self.law)
         self.first_zero = self.law.first_zero()
         self.has_zeros = any(x == 0 for row in self.law.rows.values() for x in row)

@@ -4,13 +4,14 @@ make some bug class visible.
 Tables are logits ``[P, C, V]`` on a grid of ``1/64`` (exact in float32): seeded normal draws scaled
 and shifted, so the pair's law depends on position and on the class of the last token.  Every suite
 member keeps its top-k, top-p and min-p decisions away from the float boundary (the exact processing
-refuses otherwise, :mod:`specproof.harness.exact.sampling`), and has ``N = 5 > K + 1`` for the default
+refuses otherwise, :mod:`specproof.harness.exact.sampling`; these thresholds clear every row's
+decisions even by float16's margin ``(V + 3) 2^-11``), and has ``N = 5 > K + 1`` for the default
 ``K = 2``, so round bookkeeping matters.
 
 * ``plain-T1`` / ``T0.7``: no filter, temperature 1 and 0.7 (a temperature applied to one side only);
 * ``top-k2-offsupport``: the draft favours tokens the target's top-2 removes (drafts that propose
   processed-away tokens: verifying against the unprocessed target emits impossible tokens);
-* ``top-p0.8``, ``min-p0.2``, ``combo``: each filter, and all four together;
+* ``top-p0.75``, ``min-p0.32``, ``combo``: each filter, and all four together;
 * ``llm-logits``: raw-LLM-sized logits ``20 +- 3`` on a grid finer than bfloat16's ``1/8`` there, the
   draft close to the target (high acceptance): a bfloat16 draft law differs from the float32 ``q``;
 * ``prefix-dependent``: ``C = V = 4``, ``N = 6``, strong dependence on the last token and position.
@@ -85,8 +86,8 @@ def pipeline_suite() -> list[PipelineScenario]:
         PipelineScenario("T0.7", base, Sampling(0.7), n, "temperature 0.7 only"),
         PipelineScenario("top-k2-offsupport", off, Sampling(1.0, top_k=2), n,
                          "top-k 2; the draft often proposes tokens the target's top-k removes", ("zeros", "inject")),
-        PipelineScenario("top-p0.8", six, Sampling(1.0, top_p=0.8), n, "top-p 0.8", ("zeros",)),
-        PipelineScenario("min-p0.2", six, Sampling(1.0, min_p=0.2), n, "min-p 0.2", ("zeros",)),
+        PipelineScenario("top-p0.75", six, Sampling(1.0, top_p=0.75), n, "top-p 0.75", ("zeros",)),
+        PipelineScenario("min-p0.32", six, Sampling(1.0, min_p=0.32), n, "min-p 0.32", ("zeros",)),
         PipelineScenario("combo", off, Sampling(0.8, top_k=4, top_p=0.9, min_p=0.05), n,
                          "temperature 0.8, top-k 4, top-p 0.9, min-p 0.05", ("zeros", "inject")),
         PipelineScenario("llm-logits", llm, Sampling(1.0), 4, "logits 20 +- 3, draft within 0.05 of the target"),

@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         raise SpecproofInputError("--rule", "names a single-step rule, which the generate contract does not use",
                                   "drop --rule with --contract generate")
     options.check_options(args)  # the seed, then --json: before any work
+    sampling = None
     try:
         sampling = _sampling(args)
         generate = load_generate(args.target, getattr(args, "adapter", None))
@@ -119,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
             inject=not getattr(args, "no_inject", False), hard_timeout=True)
     except SpecproofInputError as err:  # name the command-line flag rather than the API parameter
         flag = _FLAGS.get(err.argument)
+        if err.argument == "sampling" and sampling is None:  # the suite's own settings: the dtype decides
+            flag = "--dtype"
         if flag is None:
             raise
         raise type(err)(flag, err.problem, err.fix) from None

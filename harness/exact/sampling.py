@@ -24,7 +24,8 @@ default is ``top_k = 50``, so off must be spelled ``top_k=0``), ``top_p = 1.0``,
 entries renormalised exactly.  A decision is refused (:class:`SpecproofInputError`) when its exact
 quantity lies within the float margin ``(V + 3) u`` (relative; ``u`` the unit roundoff of the dtype
 under test: the arithmetic bound of one softmax row and its partial sums, as in :mod:`.tolerances`)
-of its threshold, or when two near-equal tokens straddle the top-p boundary: there a correct float
+of its threshold, or when two near-equal tokens straddle the top-p boundary (top-k: when rounding
+``l / T`` could tie the k-th and next logits): there a correct float
 implementation may decide either way, so scenarios keep away from boundaries.
 
 Layer: harness.exact (1); imports proofs, harness.exact and impls (the processing order; the processors lazily).
@@ -140,7 +141,7 @@ def _processed(values: tuple[Fraction, ...], sampling: Sampling, dtype: str) -> 
         if step == "temperature":
             t = to_exact(sampling.temperature)
         elif step == "top_k" and sampling.top_k is not None:
-            keep = _top_k(values, keep, sampling.top_k, t, law(t)[1])
+            keep = _top_k(values, keep, sampling.top_k, t, dtype)
         elif step == "top_p" and sampling.top_p is not None:
             keep = _top_p(*law(t), keep, sampling.top_p)
         elif step == "min_p" and sampling.min_p is not None:
@@ -150,14 +151,16 @@ def _processed(values: tuple[Fraction, ...], sampling: Sampling, dtype: str) -> 
     return tuple(p / total if k else Fraction(0) for p, k in zip(probs, keep))
 
 
-def _top_k(values: tuple[Fraction, ...], keep: list[bool], k: int, t: Fraction, margin: Fraction) -> list[bool]:
+def _top_k(values: tuple[Fraction, ...], keep: list[bool], k: int, t: Fraction, dtype: str) -> list[bool]:
+    """Rounding ``l / T`` is monotone, so it can only merge the k-th and next logits into a tie (kept):
+    refused when their gap after the temperature is within ``2 u max|l| / T`` (never at ``T = 1``)."""
     kept = sorted((v for v, on in zip(values, keep) if on), reverse=True)
     if k >= len(kept):
         return keep
     kth = kept[k - 1]
     below = [v for v in kept if v < kth]
     scale = max(abs(v) for v in values) / t
-    if below and (kth - max(below)) / t <= 2 * margin * scale:
+    if below and t != 1 and (kth - max(below)) / t <= 2 * dtype_info(dtype).unit_roundoff * scale:
         raise _refuse(f"top_k={k}: the k-th and next logits differ by less than the rounding of l/T")
     return [on and v >= kth for v, on in zip(values, keep)]
 

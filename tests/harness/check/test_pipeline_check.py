@@ -28,7 +28,7 @@ LOSSLESS = {"canonical": canonical_generate, **LOSSLESS_VARIANTS}
 MUTANT_CASES = [
     ("raw-q", "top-k2-offsupport", 4096),
     ("default-target", "top-k2-offsupport", 1024),
-    ("bonus-only-min-p", "min-p0.2", 1024),
+    ("bonus-only-min-p", "min-p0.32", 1024),
     ("mixed-residual", "plain-T1", 8192),
     ("stale-context", "top-k2-offsupport", 1024),
     ("shifted-q", "prefix-dependent", 4096),
