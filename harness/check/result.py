@@ -11,6 +11,8 @@ Verdict (:class:`Verdict`, the vocabulary's ``CheckVerdict``; the JSON field ``v
   ``max_detectable_tv``: the check could not have seen a deviation of the stated size;
 * ``pass`` (exit 0) - no finding, and every scenario would have caught a deviation of total variation
   ``max_detectable_tv`` on a tested event with probability at least 0.99.
+* ``inconclusive`` (exit 4) - a sharded check (``--engine ray``) lost a shard for good (its retries
+  spent): the reason is stored, nothing is concluded (a certain finding made before still FAILs).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ DEFAULT_MAX_DETECTABLE_TV = 0.02  # the power a default check's PASS states
 SHOWN_FINDINGS = 10  # findings printed by summary(); every stored one is in the JSON
 
 
-EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.UNDERPOWERED: 3}
+EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.UNDERPOWERED: 3, Verdict.INCONCLUSIVE: 4}
 
 
 def _number(x: float) -> str:
@@ -124,6 +126,7 @@ class CheckResult:
     injection_summary: str | None = None  # its text, or why it did not run
     injection_findings: list[Finding] = field(default_factory=list)
     time_budget: float | None = None
+    inconclusive: str | None = None  # why a sharded check concluded nothing (a shard failed for good)
 
     @property
     def passed(self) -> bool:
@@ -230,7 +233,7 @@ class CheckResult:
             "findings_total": len(self.findings),
             "reproducibility": [f.as_json() for f in self.reproducibility],
             "level": self.level, "stop_reason": self.stop_reason, "rows_at_first_flag": self.rows_at_first_flag,
-            "time_budget": self.time_budget, "injection": self.injection,
+            "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
             "scenarios": [s.as_json() for s in self.scenarios],
         }
 
@@ -244,6 +247,8 @@ class CheckResult:
             Verdict.FAIL: "FAIL: the verifier's law differs from the exact reference",
             Verdict.UNDERPOWERED: f"UNDERPOWERED: nothing detected, but this run could miss a deviation of TV up "
                                   f"to {self.detectable_tv:.4g} (stated bound {self.max_detectable_tv:g})",
+            Verdict.INCONCLUSIVE: f"INCONCLUSIVE: nothing concluded: {self.inconclusive}; rerun (the rows of a "
+                                  "failed shard cannot be dropped without biasing the rest)",
         }[self.verdict]
         lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
         diagnosis = self.diagnosis_line()

@@ -47,6 +47,7 @@ from specproof.harness.check.calls import (ContractViolation, VerifierCaller, Ve
                                            resolve_device)
 from specproof.harness.check.engine import LEVELS, EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.events import EventFamily, build_families, impossible_rows
+from specproof.harness.check.ray_engine import ShardFailure
 from specproof.harness.check.injection import DEFAULT_ROWS as INJECTION_ROWS, inject_check
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult,
                                             Finding, ScenarioReport, Verdict)
@@ -74,7 +75,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                    max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV,
                    progress: bool | Callable[[str], None] | None = None,
                    hard_timeout: bool = False, level: str = "default", time_budget: float | None = None,
-                   inject: bool = True) -> CheckResult:
+                   inject: bool = True, engine: Any = None) -> CheckResult:
     """Check a batched-contract verifier against the exact reference (module docstring).
 
     ``verify`` is executed in this process with the caller's rights.
@@ -92,7 +93,9 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     callable receiving one line per batch.
     ``fail_fast``: stop the whole run at the first finding (``CheckResult.rows`` then counts the rows
     it took to flag the verifier; ``rows_at_first_flag`` is recorded either way).
-    ``inject``: run the RNG edge injection first (CPU only; reported as not run elsewhere)."""
+    ``inject``: run the RNG edge injection first (CPU only; reported as not run elsewhere).
+    ``engine``: ``None`` (rows drawn here) or an entered :class:`.ray_engine.RayEngine` (rows drawn by
+    Ray tasks; a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
     dtype = dtype_name(dtype)
     if samples is not None and budget is not None:
         raise SpecproofInputError("samples", "both samples and budget given", "pass one of them")
@@ -131,7 +134,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                              batch_size, seed, call)
                for index, scenario in enumerate(suite)]
     reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
-    injection, injection_note = None, None
+    injection, injection_note, inconclusive = None, None, None
     if inject and torch_device.type == "cpu":
         # rows per injection pass: DEFAULT_ROWS, fewer for a slow verifier (timed on the reproducibility
         # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
@@ -144,11 +147,17 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     if extra and fail_fast:
         run = EngineRun([s.empty_report() for s in streams], 0, 0.0, "fail-fast", 0)
     else:
-        run = run_streams(streams, alpha=alpha, rows=per_scenario, level=level,
-                          max_detectable_tv=max_detectable_tv, time_budget=time_budget, fail_fast=fail_fast,
-                          progress=progress)
+        drawn = streams if engine is None else engine.shard(streams, verify, rule_record, timeout, batch_size)
+        try:
+            run = run_streams(drawn, alpha=alpha, rows=per_scenario, level=level,
+                              max_detectable_tv=max_detectable_tv, time_budget=time_budget, fail_fast=fail_fast,
+                              progress=progress)
+        except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
+            run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
     total = time.perf_counter() - start
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
+    if inconclusive is not None and not extra:
+        verdict = Verdict.INCONCLUSIVE
     return CheckResult(verdict=verdict, dtype=dtype, device=str(torch_device), seed=seed, alpha=alpha,
                        samples=per_scenario or 0, rule=rule_record.name if rule_record else None,
                        scenarios=run.reports, verifier_seconds=call.seconds,
@@ -158,7 +167,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                        injection=None if injection is None else injection.as_json(),
                        injection_summary=injection.summary() if injection is not None else injection_note,
                        injection_findings=_injection_findings(injection) if injection is not None else [],
-                       time_budget=time_budget)
+                       time_budget=time_budget, inconclusive=inconclusive)
 
 
 def _injection_findings(injection: Any) -> list[Finding]:

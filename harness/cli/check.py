@@ -35,6 +35,8 @@ Exit codes:
      or two same-seed runs of one batch differ (the verifier ignores its generator);
   3  UNDERPOWERED: nothing found, but the run could not see --max-detectable-tv (raise the level or
      the budget; bfloat16's tolerance alone can exceed any useful bound);
+  4  INCONCLUSIVE (--engine ray): a shard of the rows failed for good (its retries spent); the
+     reason is printed, nothing is concluded;
   2  usage error: bad arguments, target not found or wrong signature, a verifier that raises,
      calls sys.exit, or runs past --timeout, output that breaks the contract (shape, dtype, device,
      ids out of range, -1 holes).  Nothing is written.
@@ -59,7 +61,7 @@ from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TI
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import CHECK
 from specproof.harness.files.provenance import provenance
-from specproof.harness.cli import options
+from specproof.harness.cli import check_engine, options
 
 __all__ = ["add_parser", "load_verifier", "SCHEMA", "CONTRACTS"]
 
@@ -129,6 +131,7 @@ def add_parser(subparsers: Any) -> None:
                         help=f"seconds allowed per verifier call (default {DEFAULT_TIMEOUT:g})")
     options.add_json(parser, help="write the result (schema, provenance) to this file")
     options.add_quiet(parser)
+    check_engine.add_options(parser)
     for name, module in CONTRACTS.items():
         if module is not None:
             try:
@@ -153,6 +156,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise SpecproofInputError("--max-detectable-tv", f"{args.max_detectable_tv} is not in (0, 1]",
                                   f"pass e.g. --max-detectable-tv {DEFAULT_MAX_DETECTABLE_TV}")
     options.check_options(args)  # the seed, then --json: before any work
+    check_engine.check_options(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -165,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
             raise SpecproofInputError("--adapter", f"{args.adapter} serves the {adapter.contract} contract, "
                                       f"not {args.contract}", f"drop --contract or use --contract {adapter.contract}")
         args.contract = adapter.contract
+        check_engine.check_options(args)
     if args.contract != "batched":
         try:
             module = _contract_module(args.contract)
@@ -179,12 +184,13 @@ def _run(args: argparse.Namespace) -> int:
     else:
         verify = load_verifier(args.target)
     try:
-        result = check_verifier(verify, dtype=args.dtype, device=args.device, samples=args.samples,
-                                seed=args.seed, alpha=args.alpha, rule=args.rule, timeout=args.timeout,
-                                max_detectable_tv=args.max_detectable_tv, progress=not args.quiet,
-                                hard_timeout=True, level="thorough" if args.thorough else "default",
-                                time_budget=args.time_budget, fail_fast=args.fail_fast,
-                                inject=not args.no_inject)
+        with check_engine.engine_for(args) as engine:
+            result = check_verifier(verify, dtype=args.dtype, device=args.device, samples=args.samples,
+                                    seed=args.seed, alpha=args.alpha, rule=args.rule, timeout=args.timeout,
+                                    max_detectable_tv=args.max_detectable_tv, progress=not args.quiet,
+                                    hard_timeout=True, level="thorough" if args.thorough else "default",
+                                    time_budget=args.time_budget, fail_fast=args.fail_fast,
+                                    inject=not args.no_inject, engine=engine)
     except SpecproofInputError as err:  # name the command-line flag rather than the API parameter
         flag = {"device": "--device", "dtype": "--dtype"}.get(err.argument)
         if flag is None:

@@ -6,7 +6,8 @@ Families (the enum values are the JSON ``verdict`` strings, unchanged):
 
 * :class:`Verdict` (proofs) - ``PROVED``, ``BOUNDED`` (every obligation held, some only for the sizes in
   the scope), ``REFUTED``, ``INCONCLUSIVE``, ``VACUOUS``;
-* :class:`CheckVerdict` (statistical check) - ``pass``, ``fail``, ``underpowered``;
+* :class:`CheckVerdict` (statistical check) - ``pass``, ``fail``, ``underpowered``, ``inconclusive`` (a
+  sharded check lost rows: nothing concluded);
 * :class:`GridVerdict` (exact RNG-grid law) - ``exact``, ``within-grid-tolerance``, ``algorithmic-bias``,
   ``impossible-mass``, ``unanalysable``;
 * :class:`DriftVerdict` (white-box drift) - ``within-tolerance``, ``beyond-tolerance``;
@@ -57,6 +58,7 @@ class CheckVerdict(_Word):
     PASS = "pass"
     FAIL = "fail"
     UNDERPOWERED = "underpowered"
+    INCONCLUSIVE = "inconclusive"
 
     def __str__(self) -> str:
         return self.value
@@ -91,7 +93,7 @@ VERDICT_FAMILIES: dict[str, type[_Word]] = {"proof": Verdict, "check": CheckVerd
 _OK, _FLAG, _WARN, _SKIP = Severity.OK, Severity.FLAGGED, Severity.WARNING, Severity.NOT_RUN
 SEVERITY: dict[str, Severity] = {
     "PROVED": _OK, "BOUNDED": _WARN, "REFUTED": _FLAG, "INCONCLUSIVE": _FLAG, "VACUOUS": _FLAG,
-    "pass": _OK, "underpowered": _WARN, "fail": _FLAG,
+    "pass": _OK, "underpowered": _WARN, "fail": _FLAG, "inconclusive": _FLAG,
     "exact": _OK, "within-grid-tolerance": _OK, "algorithmic-bias": _FLAG, "impossible-mass": _FLAG,
     "unanalysable": _FLAG,
     "within-tolerance": _OK, "beyond-tolerance": _FLAG,

@@ -20,7 +20,7 @@ def test_old_names_are_the_vocabulary():
 
 def test_values_unchanged():
     assert [v.value for v in vocab.Verdict] == ["PROVED", "BOUNDED", "REFUTED", "INCONCLUSIVE", "VACUOUS"]
-    assert [v.value for v in vocab.CheckVerdict] == ["pass", "fail", "underpowered"]
+    assert [v.value for v in vocab.CheckVerdict] == ["pass", "fail", "underpowered", "inconclusive"]
     assert [v.value for v in vocab.GridVerdict] == ["exact", "within-grid-tolerance", "algorithmic-bias",
                                                     "impossible-mass", "unanalysable"]
     assert [v.value for v in vocab.DriftVerdict] == ["within-tolerance", "beyond-tolerance"]

@@ -1,0 +1,293 @@
+"""``--engine ray``: the rows of one check sharded over Ray tasks; the engine reads the merged counts.
+
+The seam is the stream (:mod:`.engine`): :class:`ShardedStream` wraps one :class:`~.runner.BatchedStream`
+and its ``draw(n)`` splits the rows ``[o, o + n)`` of its scenario (``o`` = rows drawn so far) at the
+multiples of ``shard_rows``; each piece ``[a, b)`` is a Ray task that rebuilds the stream in the worker
+from a picklable :class:`ShardSpec` (TARGET string or the callable, scenario, dtype, device, rule,
+seed) and runs the verifier on ``b - a`` fresh rows whose drafts come from a generator seeded by
+``(seed, scenario index, a)`` and whose verifier generators are seeded by ``a`` as in the local stream.
+So the rows are a function of the seed and of the engine's draw sizes only, never of ``--workers``,
+of the scheduling, or of the order in which pieces finish; the counts are integers summed in float64
+(exact below 2^53), so the merged :class:`~.engine.RowBatch` does not depend on the merging order.
+:func:`~.engine.run_streams` is unchanged: its theorem (any allocation, any stopping, Ville) applies to
+the merged counts as to local ones, because each stream's rows are still read in order from one
+i.i.d. sequence.  The rows differ from the local engine's (another draft seeding), not their law.
+
+Faults.  A task whose worker dies is retried (``max_retries``, Ray's own option).  A piece that still
+fails (retries spent, node lost, an unexpected exception) raises :class:`ShardFailure`; the check's
+verdict is then ``inconclusive`` with the reason, never ``pass``: its rows are missing, and dropping
+them could select the rows the engine reads.  The verifier's own errors (it raises, breaks the
+contract, runs past ``timeout``) travel back as the same :class:`~.calls.VerifierError` /
+:class:`~.calls.ContractViolation` a local check raises (exit 2).
+
+Layer: harness.check (2); imports proofs, harness.check and impls (adapters); Ray only when used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.engine import RowBatch
+
+__all__ = ["RayEngine", "ShardSpec", "ShardedStream", "ShardFailure", "shard_plan", "merge_batches",
+           "require_ray", "RAY_INSTALL", "SHARD_ROWS"]
+
+RAY_INSTALL = "pip install specproof[ray]"
+SHARD_ROWS = 1024  # the row grid of the pieces (a fixed size: the rows do not depend on --workers)
+MAX_RETRIES = 3  # Ray task retries after a worker's death
+SHARD_TIMEOUT_MARGIN = 120.0  # seconds beyond the per-call limits before a piece counts as hung
+
+
+class ShardFailure(RuntimeError):
+    """A piece of a check failed for good: the check is inconclusive (never a pass)."""
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or exit 2 naming the install command."""
+    try:
+        import ray
+    except ImportError:
+        raise SpecproofInputError("--engine", "ray is selected but Ray is not installed",
+                                  f"run `{RAY_INSTALL}`, or use --engine local") from None
+    return ray
+
+
+def shard_plan(offset: int, rows: int, shard_rows: int = SHARD_ROWS) -> list[tuple[int, int]]:
+    """``(start, rows)`` of the pieces of ``[offset, offset + rows)`` cut at the multiples of ``shard_rows``."""
+    pieces, a, end = [], offset, offset + rows
+    while a < end:
+        b = min(end, (a // shard_rows + 1) * shard_rows)
+        pieces.append((a, b - a))
+        a = b
+    return pieces
+
+
+def merge_batches(batches: Sequence[RowBatch]) -> RowBatch:
+    """The sum of the pieces' counts (exact: integer counts in float64), impossible rows, first positions."""
+    counts = [np.sum([b.counts[f] for b in batches], axis=0) for f in range(len(batches[0].counts))]
+    impossible: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for b in batches:
+        for label, n in b.impossible.items():
+            impossible[label] = impossible.get(label, 0) + int(n)
+        for label, pos in b.first_position.items():
+            if pos:
+                first[label] = min(first.get(label, pos), pos)
+    return RowBatch(sum(b.rows for b in batches), counts, impossible, first)
+
+
+def shard_seed(seed: int, index: int, start: int) -> int:
+    """The draft generator's seed of the piece starting at row ``start`` of scenario ``index``."""
+    state = np.random.SeedSequence([seed, index, start]).generate_state(2, np.uint32)
+    return (int(state[0]) << 31 | int(state[1]) >> 1) % (2**63)
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """Everything a worker needs to rebuild one stream: picklable (``verify`` is a TARGET string,
+    with its ``adapter``, or a callable that pickles)."""
+
+    verify: str | Callable[..., Any]
+    adapter: str | None
+    scenario: Any  # harness.check.scenarios.Scenario
+    index: int
+    dtype: str
+    device: str
+    rule: str | None
+    seed: int
+    batch_size: int
+    timeout: float | None
+    sys_path: tuple[str, ...] = ()
+    check_id: str = ""  # one per sharded check: the key of the worker's cache
+
+
+_WORKER_STREAMS: dict[tuple[str, int], Any] = {}
+
+
+def _worker_stream(spec: ShardSpec) -> Any:
+    """The spec's BatchedStream in this worker (built once per worker; the spec kept alive with it)."""
+    hit = _WORKER_STREAMS.get((spec.check_id, spec.index))
+    if hit is not None:
+        return hit
+    import torch  # noqa: F401  (the worker's first torch import)
+    from specproof.proofs.claims.loading import load_object
+    from specproof.proofs.laws.step_rules import get_step_rule
+    from specproof.harness.check.calls import VerifierCaller, resolve_device
+    from specproof.harness.check.runner import BatchedStream, _prepared
+
+    for entry in spec.sys_path:
+        if entry not in sys.path and os.path.isdir(entry):
+            sys.path.append(entry)
+    verify = spec.verify
+    if isinstance(verify, str):
+        verify = load_object(verify, "TARGET")
+        if spec.adapter is not None:
+            from specproof.impls.adapters import get_adapter
+
+            verify = get_adapter(spec.adapter).wrap(verify)
+    device = resolve_device(spec.device)
+    rule = get_step_rule(spec.rule) if spec.rule is not None else None
+    real, families = _prepared(spec.scenario, spec.dtype, str(device), rule)
+    stream = BatchedStream(spec.index, real, families, spec.dtype, spec.batch_size, spec.seed,
+                           VerifierCaller(verify, device, spec.timeout, False))
+    if len(_WORKER_STREAMS) > 64:
+        _WORKER_STREAMS.clear()
+    _WORKER_STREAMS[(spec.check_id, spec.index)] = stream
+    return stream
+
+
+def run_piece(spec: ShardSpec, start: int, rows: int) -> tuple[str, Any, float]:
+    """Rows ``[start, start + rows)`` of the spec's scenario: ``("ok", RowBatch, verifier seconds)``, or
+    ``("input-error", (class name, argument, problem, fix), 0)`` for the verifier's own failures."""
+    import torch
+
+    from specproof.harness.check.calls import ContractViolation, VerifierError
+
+    try:
+        stream = _worker_stream(spec)
+        stream.draft_gen = torch.Generator().manual_seed(shard_seed(spec.seed, spec.index, start))
+        stream.rows = start  # the verifier's generators are seeded by the absolute row offset
+        before = stream.call.seconds
+        batch = stream.draw(rows)
+        return "ok", batch, stream.call.seconds - before
+    except SpecproofInputError as err:
+        kind = {VerifierError: "VerifierError", ContractViolation: "ContractViolation"}.get(type(err),
+                                                                                            "SpecproofInputError")
+        return "input-error", (kind, err.argument, err.problem, err.fix), 0.0
+
+
+def _input_error(payload: tuple[str, str, str, str]) -> SpecproofInputError:
+    from specproof.harness.check.calls import ContractViolation, VerifierError
+
+    kind, argument, problem, fix = payload
+    cls = {"VerifierError": VerifierError, "ContractViolation": ContractViolation}.get(kind, SpecproofInputError)
+    return cls(argument, problem, fix)
+
+
+class ShardedStream:
+    """A :class:`~.runner.BatchedStream` whose rows are drawn by Ray tasks (module docstring)."""
+
+    def __init__(self, stream: Any, spec_ref: Any, engine: "RayEngine"):
+        self.local, self.spec_ref, self.engine = stream, spec_ref, engine
+        self.name, self.vocab, self.k = stream.name, stream.vocab, stream.k
+        self.families, self.tolerance = stream.families, stream.tolerance
+        self.notes, self.impossible_labels = stream.notes, stream.impossible_labels
+        self.offset = 0
+
+    def draw(self, rows: int) -> RowBatch:
+        pieces = shard_plan(self.offset, rows, self.engine.shard_rows)
+        batches, seconds = self.engine.run_pieces(self.spec_ref, pieces, self.name)
+        self.offset += rows
+        self.local.call.seconds += seconds  # the check's verifier time includes the workers'
+        self.local.call.rows += rows
+        return merge_batches(batches)
+
+    def empty_report(self) -> Any:
+        return self.local.empty_report()
+
+
+class RayEngine:
+    """Ray for one check: started with ``num_cpus=workers`` and stopped by the context when no
+    ``address`` is given, else joined (and left running).  ``verify``: the TARGET string (and
+    ``adapter``) the workers import, or ``None`` to ship the check's callable itself (it must pickle)."""
+
+    def __init__(self, *, address: str | None = None, workers: int = 2, verify: str | None = None,
+                 adapter: str | None = None, shard_rows: int = SHARD_ROWS, max_retries: int = MAX_RETRIES):
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise SpecproofInputError("--workers", f"{workers!r} is not a positive integer", "pass e.g. --workers 2")
+        if shard_rows < 1:
+            raise SpecproofInputError("shard_rows", f"{shard_rows} < 1", f"use e.g. {SHARD_ROWS}")
+        self.address, self.workers, self.verify, self.adapter = address, workers, verify, adapter
+        self.shard_rows, self.max_retries = shard_rows, max_retries
+        self.ray: Any = None
+        self.started = False
+        self.task: Any = None
+        self.num_gpus = 0.0
+        self.pieces = 0
+
+    def __enter__(self) -> "RayEngine":
+        ray = self.ray = require_ray()
+        if not ray.is_initialized():
+            try:
+                if self.address is None:
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
+                             configure_logging=False)
+                else:
+                    ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            except Exception as err:  # a bad address, a cluster that does not answer
+                raise SpecproofInputError("--address", f"cannot start or join Ray ({type(err).__name__}: {err})",
+                                          "pass the address of a running cluster (ray start --head), or none "
+                                          "for a local Ray") from None
+            self.started = True
+        self.task = ray.remote(run_piece)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+
+    def shard(self, streams: Sequence[Any], verify: Callable[..., Any], rule: Any, timeout: float | None,
+              batch_size: int) -> list[ShardedStream]:
+        """One :class:`ShardedStream` per stream of ``check_verifier`` (its specs put in Ray's store once)."""
+        if self.task is None:
+            raise RuntimeError("RayEngine.shard outside its context (use `with RayEngine(...) as engine`)")
+        device = str(streams[0].real.device)
+        if device.startswith("cuda"):
+            gpus = float(self.ray.cluster_resources().get("GPU", 0.0))
+            if gpus <= 0:
+                raise SpecproofInputError("--device", "cuda with --engine ray, but the Ray cluster has no GPU",
+                                          "join a cluster with GPUs (--address) or use --device cpu")
+            self.num_gpus = min(1.0, gpus / self.workers)
+        self.timeout = timeout
+        target = self.verify if self.verify is not None else verify
+        paths = (os.getcwd(),) + tuple(p for p in sys.path if p and os.path.isdir(p))
+        check_id = uuid.uuid4().hex
+        out = []
+        for s in streams:
+            spec = ShardSpec(target, self.adapter, s.real.scenario, s.index, s.dtype, device,
+                             getattr(rule, "name", rule), s.seed, batch_size, timeout, paths, check_id)
+            out.append(ShardedStream(s, self.ray.put(spec), self))
+        return out
+
+    def run_pieces(self, spec_ref: Any, pieces: list[tuple[int, int]], name: str) -> tuple[list[RowBatch], float]:
+        """Run the pieces as tasks (retried on a worker's death), in the order given."""
+        ray = self.ray
+        options: dict[str, Any] = {"max_retries": self.max_retries, "retry_exceptions": False, "num_cpus": 1}
+        if self.num_gpus:
+            options["num_gpus"] = self.num_gpus
+        refs = [self.task.options(**options).remote(spec_ref, a, n) for a, n in pieces]
+        self.pieces += len(refs)
+        per_call = (self.timeout or 0.0) + 5.0
+        batches, seconds = [], 0.0
+        try:
+            for ref, (a, n) in zip(refs, pieces):
+                calls = -(-n // 16)  # at most one call per 16 rows (the stream's smallest chunk)
+                try:
+                    status, payload, spent = ray.get(ref, timeout=calls * per_call + SHARD_TIMEOUT_MARGIN
+                                                     if self.timeout else None)
+                except ray.exceptions.GetTimeoutError:
+                    raise ShardFailure(f"the shard of rows {a}..{a + n} of scenario '{name}' did not finish "
+                                       "in time on its worker") from None
+                except ray.exceptions.RayError as err:
+                    text = str(err).strip().splitlines()
+                    raise ShardFailure(f"the shard of rows {a}..{a + n} of scenario '{name}' failed for good "
+                                       f"({self.max_retries} retries spent): {type(err).__name__}"
+                                       f"{': ' + text[0] if text else ''}") from None
+                if status != "ok":
+                    raise _input_error(payload)
+                batches.append(payload)
+                seconds += spent
+        except BaseException:
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+        return batches, seconds

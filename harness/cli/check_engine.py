@@ -1,0 +1,72 @@
+"""``specproof check --engine local|ray [--address A] [--workers N]``: where a check's rows are drawn.
+
+``local`` (the default): in this process, as always.  ``ray``: the rows of each scenario are sharded
+over Ray tasks (:mod:`specproof.harness.check.ray_engine`); with no ``--address`` a local Ray with
+``num_cpus = --workers`` is started and stopped by the command, else the cluster at the address is
+joined (its nodes must import TARGET: the same path, or an installed package).  Batched contract only.
+Ray is the optional extra ``specproof[ray]``; without it ``--engine ray`` exits 2 naming the install.
+
+Layer: harness.cli (level 5, the top); imports neither torch nor Ray at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from typing import Any, Iterator
+
+from specproof.proofs.errors import SpecproofInputError
+
+__all__ = ["add_options", "check_options", "engine_for", "ENGINES"]
+
+ENGINES = ("local", "ray")
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="where the rows are drawn: in this process (default) or sharded over Ray tasks "
+                             "(pip install specproof[ray])")
+    parser.add_argument("--address", metavar="ADDR",
+                        help="with --engine ray: a running Ray cluster (default: a local Ray for this command)")
+    parser.add_argument("--workers", type=int, default=2, metavar="N",
+                        help="with --engine ray: CPUs of the local Ray (default 2)")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse engine flags that cannot apply, and --engine ray without Ray, before any work."""
+    engine = getattr(args, "engine", "local")
+    if engine == "local":
+        if args.address is not None:
+            raise SpecproofInputError("--address", "given with --engine local", "add --engine ray or drop --address")
+        return
+    if args.workers < 1:
+        raise SpecproofInputError("--workers", f"{args.workers} is not a positive integer", "pass e.g. --workers 2")
+    if args.contract != "batched":
+        raise SpecproofInputError("--engine", f"ray serves the batched contract, not {args.contract}",
+                                  "use --engine local for this contract")
+    from specproof.harness.check.ray_engine import require_ray
+
+    require_ray()
+
+
+@contextlib.contextmanager
+def engine_for(args: argparse.Namespace) -> Iterator[Any]:
+    """``None`` for the local engine, else an entered RayEngine (Ray stopped on exit, Ctrl-C included)."""
+    if getattr(args, "engine", "local") == "local":
+        yield None
+        return
+    from specproof.harness.check.ray_engine import RayEngine
+
+    with RayEngine(address=args.address, workers=args.workers, verify=_portable(args.target),
+                   adapter=args.adapter) as engine:
+        yield engine
+
+
+def _portable(target: str) -> str:
+    """TARGET with a ``path.py`` made absolute (workers need not share the command's folder)."""
+    import os
+
+    where, sep, name = target.rpartition(":")
+    if sep and where.endswith(".py") and os.path.exists(where):
+        return os.path.abspath(where) + ":" + name
+    return target

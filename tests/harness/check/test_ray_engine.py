@@ -1,0 +1,171 @@
+"""``--engine ray`` (harness/check/ray_engine.py, harness/cli/check_engine.py): sharded rows, merged
+counts, the same verdict, reproducible rows, worker death retried, a shard lost for good INCONCLUSIVE.
+
+The Ray tests (marker ``ray``) share one local Ray on 2 CPUs and are skipped when Ray is not
+importable; the pure ones (the shard grid, the merge) always run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from specproof.proofs.errors import SpecproofInputError
+from specproof.harness.check.engine import RowBatch
+from specproof.harness.check.ray_engine import RAY_INSTALL, merge_batches, require_ray, shard_plan
+
+TARGETS = str(Path(__file__).with_name("ray_targets.py"))
+CANONICAL = "specproof.impls:canonical_ratio_race"
+
+try:
+    import ray  # noqa: F401
+
+    HAVE_RAY = True
+except ImportError:
+    HAVE_RAY = False
+needs_ray = [pytest.mark.ray,
+             pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install specproof[ray])")]
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.integers(0, 10_000), st.integers(1, 20_000), st.integers(1, 3_000))
+def test_shard_plan_tiles_the_rows_on_a_fixed_grid(offset, rows, grid):
+    pieces = shard_plan(offset, rows, grid)
+    assert pieces[0][0] == offset and sum(n for _, n in pieces) == rows
+    for (a, n), (b, _) in zip(pieces, pieces[1:]):
+        assert a + n == b and b % grid == 0  # every cut is a grid point
+    assert all(0 < n <= grid and a // grid == (a + n - 1) // grid for a, n in pieces)  # one cell each
+
+
+@settings(deadline=None, max_examples=50)
+@given(st.lists(st.integers(1, 500), min_size=1, max_size=8), st.randoms(use_true_random=False))
+def test_merge_is_exact_and_order_free(sizes, rnd):
+    gen = np.random.default_rng(len(sizes))
+    batches = [RowBatch(n, [np.bincount(gen.integers(0, 7, n), minlength=7).astype(float),
+                            np.bincount(gen.integers(0, 3, n), minlength=3).astype(float)],
+                        {"zero": int(gen.integers(0, 2))}, {"zero": int(gen.integers(0, 4))}) for n in sizes]
+    merged = merge_batches(batches)
+    shuffled = list(batches)
+    rnd.shuffle(shuffled)
+    again = merge_batches(shuffled)
+    assert merged.rows == again.rows == sum(sizes)
+    assert all(np.array_equal(x, y) for x, y in zip(merged.counts, again.counts))
+    assert merged.impossible == again.impossible and merged.first_position == again.first_position
+    assert merged.counts[0].sum() == sum(sizes)
+
+
+def test_no_ray_exits_2_with_the_install_command(monkeypatch, capsys):
+    from specproof.harness.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(SpecproofInputError, match="pip install specproof\\[ray\\]"):
+        require_ray()
+    assert main(["check", CANONICAL, "--engine", "ray", "--samples", "64", "--quiet"]) == 2
+    assert RAY_INSTALL in capsys.readouterr().err
+
+
+def test_engine_flags_are_refused_where_they_cannot_apply(capsys):
+    from specproof.harness.cli import main
+
+    assert main(["check", CANONICAL, "--address", "127.0.0.1:6379", "--samples", "64", "--quiet"]) == 2
+    assert "--address" in capsys.readouterr().err
+    assert main(["check", CANONICAL, "--engine", "ray", "--workers", "0", "--quiet"]) == 2
+    assert "--workers" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    if not HAVE_RAY:
+        pytest.skip("Ray is not installed (pip install specproof[ray])")
+    import ray
+
+    os.environ["SPECPROOF_RAY_MARKER"] = str(tmp_path_factory.mktemp("ray") / "died")  # workers inherit it
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+def _check(target, *, max_retries=3, verify=None, **kw):
+    """A 3-scenario check with rows drawn by Ray tasks running ``target`` (the driver's own calls -
+    the reproducibility batch - use the canonical verifier)."""
+    import specproof.impls as impls
+    from specproof.harness.check.ray_engine import RayEngine
+    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.scenarios import default_suite
+
+    options = dict(scenarios=default_suite()[:3], samples=2048, inject=False, max_detectable_tv=0.2) | kw
+    with RayEngine(workers=2, verify=target, max_retries=max_retries) as engine:
+        return check_verifier(verify or impls.canonical_ratio_race, engine=engine, **options)
+
+
+def _counts(result):
+    return [(s.name, s.rows, s.detectable_tv, s.rejected_events, s.bug_class_evidence) for s in result.scenarios]
+
+
+@pytest.mark.usefixtures("local_ray")
+class TestOnRay:
+    pytestmark = needs_ray
+
+    def test_same_verdict_and_rows_as_local_and_reproducible(self):
+        import specproof.impls as impls
+        from specproof.harness.check.runner import check_verifier
+        from specproof.harness.check.scenarios import default_suite
+
+        local = check_verifier(impls.canonical_ratio_race, scenarios=default_suite()[:3], samples=2048,
+                               inject=False, max_detectable_tv=0.2)
+        first, second = _check(CANONICAL), _check(CANONICAL)
+        assert local.verdict.value == first.verdict.value == "pass" and local.rows == first.rows == 3 * 2048
+        assert _counts(first) == _counts(second)  # same seed: the same rows on the workers
+        assert first.verifier_seconds > 0  # the workers' verifier time is counted
+
+    def test_a_lossy_verifier_fails_on_ray(self):
+        import specproof.impls.zoo as zoo
+
+        result = _check("specproof.impls.zoo:resample_from_target", verify=zoo.resample_from_target,
+                        samples=4096, max_detectable_tv=0.1)
+        assert result.verdict.value == "fail" and result.exit_code == 1 and result.findings
+
+    def test_a_worker_that_dies_once_is_retried_to_the_same_verdict(self):
+        clean = _check(CANONICAL)
+        retried = _check(TARGETS + ":dies_once")
+        assert os.path.exists(os.environ["SPECPROOF_RAY_MARKER"])  # a worker did end itself
+        assert retried.verdict == clean.verdict and _counts(retried) == _counts(clean)
+
+    def test_a_shard_lost_for_good_is_inconclusive_never_pass(self):
+        result = _check(TARGETS + ":dies_always", max_retries=1)
+        assert result.verdict.value == "inconclusive" and result.exit_code == 4 and not result.passed
+        assert "failed for good" in result.inconclusive and "WorkerCrashedError" in result.inconclusive
+        assert result.summary().startswith("INCONCLUSIVE") and result.as_json()["inconclusive"]
+
+    def test_the_verifiers_own_error_is_exit_2_as_locally(self):
+        from specproof.harness.check.calls import VerifierError
+
+        with pytest.raises(VerifierError, match="RuntimeError: boom"):
+            _check(TARGETS + ":raises")
+
+    def test_cli_engine_ray_joins_the_running_ray(self, capsys):
+        from specproof.harness.cli import main
+
+        code = main(["check", CANONICAL, "--engine", "ray", "--samples", "256", "--quiet", "--no-inject",
+                     "--max-detectable-tv", "0.5"])
+        out = capsys.readouterr().out
+        assert code == 0 and out.startswith("PASS") and "3328 rows" in out
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install specproof[ray])")
+def test_cli_starts_and_stops_its_own_ray(tmp_path):
+    """The command starts a local Ray (2 CPUs), draws on it and stops it (no Ray left running)."""
+    out = subprocess.run([str(Path(sys.executable).with_name("specproof")), "check", CANONICAL,
+                          "--engine", "ray", "--workers", "2", "--samples", "256", "--quiet", "--no-inject",
+                          "--max-detectable-tv", "0.5"], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("PASS")
