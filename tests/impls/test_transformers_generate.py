@@ -76,3 +76,16 @@ def test_fixed_draft_length_is_set_on_the_assistant_config(models):
     report = probe_assisted_generation(target, draft, (5, 11, 3), Sampling(1.0), 4, rows=4,
                                        generate=make_transformers_generate(2, 0.0))
     assert report.rounds > 0 and set(report.draft_lengths) <= {1, 2}, report.summary()
+
+
+@pytest.mark.slow
+def test_injection_finds_u_zero_accepting_a_processed_away_draft():
+    """transformers accepts with ``r <= p/q``: a uniform exactly 0 accepts a draft the target's top-k
+    removed (p = 0).  Under RNG edge injection on the off-support scenario this is a certain,
+    reproducible finding (observed: 8% of injected rows, first at token 1; several minutes on 2 cores)."""
+    scenario = transformers_suite()[2]
+    result = check_generate(transformers_generate, scenarios=[scenario], rows=64, progress=False)
+    assert result.verdict is Verdict.FAIL, result
+    found = [f for r in result.scenarios for f in r.findings if f.family == "injection"]
+    assert found and all("'zero'" in f.event and "uniform" in f.event for f in found), found
+    assert "reproducible" in found[0].note and not found[0].note.startswith("NOT")
