@@ -59,6 +59,7 @@ __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alp
 SCREEN_ROWS = 128
 FOCUS = 0.15  # a stream whose best log-evidence reaches this share of its threshold is followed first
 MAX_BATCH = 8192
+MAX_EXTENSIONS = 3  # re-plans of a time budget whose quotas were met early
 MAX_FINDINGS_PER_STREAM = 100
 # share of alpha per family kind (normalised over the kinds present): the bug-class excess sets are
 # the most powerful single events against known bugs, so they get the largest share per event
@@ -372,8 +373,20 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                 break
         if reason == "complete" and time_budget is not None:
             _replan_for_budget(ledgers, time_budget - (clock() - start), clock() - start, drawn)
+        extensions = 0
         while reason == "complete":
             open_ = [l for l in ledgers if not l.done]
+            if not open_ and time_budget is not None and extensions < MAX_EXTENSIONS:
+                # every quota met with budget left (the screening pass's small calls under-estimate the
+                # rate): plan the rest at the rate measured so far; the power statement then counts
+                # only the rows after this plan (the design bets restart), never more than it may
+                remaining = time_budget - (clock() - start)
+                if remaining > 0.2 * time_budget:
+                    extensions += 1
+                    for ledger in ledgers:
+                        ledger.done = bool(ledger.findings)
+                    _replan_for_budget([l for l in ledgers if not l.done], remaining, clock() - start, drawn)
+                    open_ = [l for l in ledgers if not l.done]
             if not open_:
                 break
             if time_budget is not None and clock() - start >= time_budget:
@@ -409,6 +422,7 @@ def _replan_for_budget(ledgers: list[_Ledger], remaining: float, spent: float, d
     for ledger, w in zip(ledgers, weights):
         if not ledger.done:
             ledger.plan(ledger.rows + max(SCREEN_ROWS, budget_rows * w // total))
+            ledger.done = ledger.rows >= ledger.quota
 
 
 def verdict_for(reports: Sequence[ScenarioReport], extra_findings: Sequence[Finding],
