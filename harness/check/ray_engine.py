@@ -17,8 +17,8 @@ Faults.  A task whose worker dies is retried (``max_retries``, Ray's own option)
 fails (retries spent, node lost, an unexpected exception) raises :class:`ShardFailure`; the check's
 verdict is then ``inconclusive`` with the reason, never ``pass``: its rows are missing, and dropping
 them could select the rows the engine reads.  The verifier's own errors (it raises, breaks the
-contract, runs past ``timeout``) travel back as the same :class:`~.calls.VerifierError` /
-:class:`~.calls.ContractViolation` a local check raises (exit 2).
+contract, runs past ``timeout``, or hangs a piece past its calls' limits) are the same
+:class:`~.calls.VerifierError` / :class:`~.calls.ContractViolation` a local check raises (exit 2).
 
 Layer: harness.check (2); imports proofs, harness.check and impls (adapters); Ray only when used.
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -211,7 +212,8 @@ class RayEngine:
         self.started = False
         self.task: Any = None
         self.num_gpus = 0.0
-        self.pieces = 0
+        self.pieces = 0  # tasks submitted
+        self.waited = 0.0  # seconds the driver spent blocked on tasks (the rest of a run is the driver's)
 
     def __enter__(self) -> "RayEngine":
         ray = self.ray = require_ray()
@@ -268,15 +270,19 @@ class RayEngine:
         self.pieces += len(refs)
         per_call = (self.timeout or 0.0) + 5.0
         batches, seconds = [], 0.0
+        t0 = time.perf_counter()
         try:
             for ref, (a, n) in zip(refs, pieces):
                 calls = -(-n // 16)  # at most one call per 16 rows (the stream's smallest chunk)
                 try:
                     status, payload, spent = ray.get(ref, timeout=calls * per_call + SHARD_TIMEOUT_MARGIN
                                                      if self.timeout else None)
-                except ray.exceptions.GetTimeoutError:
-                    raise ShardFailure(f"the shard of rows {a}..{a + n} of scenario '{name}' did not finish "
-                                       "in time on its worker") from None
+                except ray.exceptions.GetTimeoutError:  # a verifier that ignored the worker's alarm
+                    from specproof.harness.check.calls import VerifierError
+
+                    raise VerifierError("verify", f"did not return on a Ray worker within {calls} x {per_call:g} s "
+                                        f"+ {SHARD_TIMEOUT_MARGIN:g} s (rows {a}..{a + n} of scenario '{name}')",
+                                        "fix the hang or raise the time limit (--timeout)") from None
                 except ray.exceptions.RayError as err:
                     text = str(err).strip().splitlines()
                     raise ShardFailure(f"the shard of rows {a}..{a + n} of scenario '{name}' failed for good "
@@ -290,4 +296,6 @@ class RayEngine:
             for ref in refs:
                 ray.cancel(ref, force=True)
             raise
+        finally:
+            self.waited += time.perf_counter() - t0
         return batches, seconds
