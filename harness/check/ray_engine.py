@@ -212,6 +212,7 @@ class RayEngine:
         self.started = False
         self.task: Any = None
         self.num_gpus = 0.0
+        self.timeout: float | None = None  # the check's per-call limit (set by shard)
         self.pieces = 0  # tasks submitted
         self.waited = 0.0  # seconds the driver spent blocked on tasks (the rest of a run is the driver's)
 

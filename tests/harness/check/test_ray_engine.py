@@ -149,6 +149,37 @@ class TestOnRay:
         with pytest.raises(VerifierError, match="RuntimeError: boom"):
             _check(TARGETS + ":raises")
 
+    def test_an_adapter_target_is_wrapped_on_the_workers(self):
+        from specproof.impls.adapters import get_adapter
+        from specproof.impls.runtime_layouts import vllm_v1
+
+        target = "specproof.impls.runtime_layouts.vllm_v1:rejection_sample"
+        from specproof.harness.check.ray_engine import RayEngine
+        from specproof.harness.check.runner import check_verifier
+        from specproof.harness.check.scenarios import default_suite
+
+        with RayEngine(workers=2, verify=target, adapter="vllm-v1") as engine:
+            result = check_verifier(get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample), engine=engine,
+                                    scenarios=default_suite()[:2], samples=1024, inject=False, max_detectable_tv=0.3)
+        assert result.verdict.value == "pass" and result.rows == 2048
+
+    def test_an_interrupt_cancels_the_pieces_in_flight(self, monkeypatch):
+        """Ctrl-C while the driver waits: every submitted task is cancelled, then the interrupt propagates."""
+        import ray
+
+        from specproof.harness.check.ray_engine import RayEngine
+
+        cancelled = []
+        with RayEngine(workers=2, verify=CANONICAL) as engine:
+            def interrupted(*args, **kwargs):
+                raise KeyboardInterrupt
+
+            monkeypatch.setattr(ray, "get", interrupted)
+            monkeypatch.setattr(ray, "cancel", lambda ref, force=False: cancelled.append(ref))
+            with pytest.raises(KeyboardInterrupt):
+                engine.run_pieces(ray.put(None), [(0, 1024), (1024, 1024), (2048, 5)], "s")
+        assert len(cancelled) == 3
+
     def test_cli_engine_ray_joins_the_running_ray(self, capsys):
         from specproof.harness.cli import main
 
