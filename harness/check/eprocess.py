@@ -12,13 +12,15 @@ supermartingale ``M`` with ``M_0 = 1`` (Howard, Ramdas, McAuliffe, Sekhon 2020, 
 bounds via nonnegative supermartingales", Probab. Surveys 17).  Ville's inequality:
 ``P(sup_n M_n >= 1/a) <= a`` - however often, and after whichever batch, ``M`` is read.
 
-Each side reads the mean ``E = (M_plug + M_design) / 2`` of two such processes (a mean of
+Each side reads the mean ``E = (M_mix + M_design) / 2`` of two such processes (a mean of
 supermartingales is one):
 
-* plug-in: ``l_b`` is the KL-optimal bet ``log(m (1 - mu) / (mu (1 - m)))`` at the mean ``m`` of the
-  rows before batch ``b`` (0 when ``m <= mu``), the predictable plug-in of Waudby-Smith and Ramdas
-  (2024), "Estimating means of bounded random variables by betting", JRSS-B 86(1).  It grows like
-  ``N KL(m || mu)`` less a logarithmic regret, so a large deviation is flagged after few rows;
+* mixture: the average over a fixed geometric grid of ``G`` bets ``l_1 < ... < l_G`` (ratio
+  ``BET_RATIO``) of ``exp(l_j S_n - n psi(l_j))`` - a discrete mixture martingale (Howard et al. 2021,
+  "Time-uniform, nonparametric, nonasymptotic confidence sequences", Ann. Statist. 49(2), sec. 3).
+  Its bets need no estimate, so the very first batch counts: ``log M_mix >= n KL(mean || mu)
+  (1 - (sqrt(BET_RATIO) - 1)^2) - ln G`` whenever the optimal bet lies in the grid's range - a large
+  deviation is flagged after few rows;
 * design: one ``l`` fixed when the row quota ``n`` is planned, the bet at the fixed-sample Chernoff
   threshold for ``t = ln(2/a)``: at ``n`` rows it rejects exactly when ``n KL(mean || mu) >= t``, so
   the run keeps the fixed-sample power of :func:`.statistics.detectable_shift` at its quota.
@@ -41,6 +43,9 @@ __all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_det
 
 LN2 = math.log(2.0)
 MAX_BET = 60.0  # l beyond this changes nothing measurable (e^-60) and would overflow expm1
+BET_RATIO = 1.5
+BET_GRID = np.geomspace(1e-3, 40.0, int(np.ceil(np.log(40.0 / 1e-3) / np.log(BET_RATIO))) + 1)
+LOG_GRID = math.log(len(BET_GRID))
 
 
 def log_mgf(mu: np.ndarray, bet: np.ndarray) -> np.ndarray:
@@ -111,37 +116,52 @@ class SideEvidence:
         size = self.mu.shape[0]
         self.rows = 0
         self.total = np.zeros(size)
-        self.log_plug = np.zeros(size)
         self.log_design = np.zeros(size)
         self.design_bet = np.zeros(size)
         self.design_rows = 0  # rows seen since the design bet was fixed
+        self.design_offset = np.zeros(size)  # log M_design when the bet was last fixed
         self.planned = 0
+        self._cached: np.ndarray | None = None
+        safe_mu = np.where(self.active, self.mu, 0.5)
+        self._grid_mgf = log_mgf(safe_mu[:, None], BET_GRID[None, :])  # [events, G]: psi(l_j) per event
 
     def plan(self, rows: int) -> None:
         """Fix the design bet for a quota of ``rows`` further rows (only between batches: predictable)."""
+        # the design process continues (a restart at 1 could jump up: no longer a supermartingale); a new
+        # bet only changes its factors from here on, and what it reached so far shifts the threshold
+        # the new segment must climb (known now, so the power statement stays exact)
         self.planned = int(rows)
         self.design_rows = 0
-        self.design_bet = np.where(self.active, design_bets(self.mu, self.planned, self.log_threshold), 0.0)
+        self.design_offset = self.log_design.copy()
+        self.design_bet = np.where(self.active, design_bets(self.mu, self.planned, self._segment_threshold()), 0.0)
+
+    def _segment_threshold(self) -> np.ndarray:
+        """``ln(1/a)`` less what the design process had reached when its bet was last fixed."""
+        return np.maximum(self.log_threshold - self.design_offset, 0.0)
 
     def update(self, sums: np.ndarray, rows: int) -> None:
         """Fold in one batch: ``sums`` of ``Y`` per event over its ``rows`` rows."""
         if rows <= 0:
             return
-        if self.rows:
-            bet = bet_for_mean(self.total / self.rows, self.mu)
-        else:
-            bet = self.design_bet  # no past rows: the first batch bets as the design does
-        bet = np.where(self.active, bet, 0.0)
-        self.log_plug += bet * sums - rows * log_mgf(self.mu, bet)
         self.log_design += self.design_bet * sums - rows * log_mgf(self.mu, self.design_bet)
         self.total += sums
         self.rows += rows
         self.design_rows += rows
+        self._cached = None
+
+    @property
+    def log_mixture(self) -> np.ndarray:
+        """``log M_mix = log mean_j exp(l_j S_n - n psi(l_j))`` per event."""
+        terms = BET_GRID[None, :] * self.total[:, None] - self.rows * self._grid_mgf
+        top = terms.max(axis=1)
+        return top + np.log(np.exp(terms - top[:, None]).sum(axis=1)) - LOG_GRID
 
     @property
     def log_evidence(self) -> np.ndarray:
-        """``log E = log((M_plug + M_design) / 2)`` per event; ``-inf`` on inactive sides."""
-        return np.where(self.active, np.logaddexp(self.log_plug, self.log_design) - LN2, -np.inf)
+        """``log E = log((M_mix + M_design) / 2)`` per event; ``-inf`` on inactive sides (cached per batch)."""
+        if self._cached is None:
+            self._cached = np.where(self.active, np.logaddexp(self.log_mixture, self.log_design) - LN2, -np.inf)
+        return self._cached
 
     @property
     def rejected(self) -> np.ndarray:
@@ -152,4 +172,4 @@ class SideEvidence:
         if not self.active[event]:
             return 0.0 if self.mu[event] >= 1.0 else 1.0
         return design_detectable_shift(float(self.mu[event]), self.design_rows, float(self.design_bet[event]),
-                                       float(self.log_threshold[event]), beta)
+                                       float(self._segment_threshold()[event]), beta)
