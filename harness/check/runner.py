@@ -139,7 +139,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         # rows per injection pass: DEFAULT_ROWS, fewer for a slow verifier (timed on the reproducibility
         # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
         per_row = call.seconds / max(call.rows, 1)
-        rows = int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, INJECTION_SECONDS / (INJECTION_PASSES * max(per_row, 1e-9)))))
+        share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
+        rows = int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (INJECTION_PASSES * max(per_row, 1e-9)))))
         injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout, rows=rows)
     elif inject:
         injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
@@ -150,7 +151,9 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         drawn = streams if engine is None else engine.shard(streams, verify, rule_record, timeout, batch_size)
         try:
             run = run_streams(drawn, alpha=alpha, rows=per_scenario, level=level,
-                              max_detectable_tv=max_detectable_tv, time_budget=time_budget, fail_fast=fail_fast,
+                              max_detectable_tv=max_detectable_tv, fail_fast=fail_fast,
+                              # the budget covers the whole check: what injection and reproducibility took is spent
+                              time_budget=None if time_budget is None else max(1e-3, time_budget - (time.perf_counter() - start)),
                               progress=progress)
         except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
             run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
