@@ -166,7 +166,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                        scenarios=run.reports, verifier_seconds=call.seconds,
                        harness_seconds=total - call.seconds, max_detectable_tv=float(max_detectable_tv),
                        reproducibility=list(reproducibility), level=level if per_scenario is None else "samples",
-                       stop_reason=run.stop_reason, rows_at_first_flag=run.rows_at_first_flag,
+                       stop_reason=run.stop_reason, rows_at_first_flag=0 if extra else run.rows_at_first_flag,
                        injection=None if injection is None else injection.as_json(),
                        injection_summary=injection.summary() if injection is not None else injection_note,
                        injection_findings=_injection_findings(injection) if injection is not None else [],

@@ -268,3 +268,14 @@ def test_vectorised_chernoff_statistics_is_the_event_test():
         assert stat == ref or math.isclose(stat, ref, rel_tol=1e-12)
     assert stats[0] == math.inf and stats[1] == 0 and stats[3] == 0
     assert not hasattr(runner, "_kl")
+
+
+def test_default_run_flags_after_the_same_rows_as_fail_fast():
+    """The allocation does not depend on fail_fast until the first finding: the default run (which
+    goes on collecting findings) records the very row count at which a fail-fast run stops."""
+    record = next(r for r in ZOO if r.name == "top1-acceptance")
+    fast = check_verifier(record.fn, fail_fast=True, inject=False, progress=False)
+    full = check_verifier(record.fn, inject=False, progress=False)
+    assert fast.flagged and full.flagged
+    assert fast.stop_reason == "fail-fast" and full.stop_reason == "complete"
+    assert full.rows_at_first_flag == fast.rows_at_first_flag == fast.rows
