@@ -37,8 +37,16 @@ Quirks handled (transformers 5.x):
   ``K = min(20, L + N - cur_len - 1)`` tokens at most, fewer when the confidence stop fires.
   ``num_assistant_tokens`` or ``assistant_confidence_threshold`` passed to ``target.generate`` are
   ignored (measured: K per round 1..7 at N = 8 either way); :func:`make_transformers_generate` sets them
-  on the assistant's config for the call (restored afterwards).  The ``"heuristic"`` schedule would carry ``num_assistant_tokens`` from one
-  call to the next (transformers writes it back to the assistant's config): not used by default.
+  on the assistant's config for the call (restored afterwards).  The ``"heuristic"`` schedule would
+  carry ``num_assistant_tokens`` from one call to the next (transformers writes it back to the
+  assistant's config): not used by default.
+
+Kept as they are (what specproof measures; ``harness.check.pipeline_transformers_probe``): the drafter
+applies the processors twice (its ``generate`` gets the target's processor list and rebuilds the
+warpers from the copied config: drafts follow ``l / T^2``, a twice-applied top-p), lossless because
+the ``q`` handed to ``_speculative_sampling`` is bit for bit the law the drafts were sampled from; and
+``r <= p/q`` accepts a draft of processed-target probability 0 when ``r`` is exactly 0 (``2^-24`` per
+test on CPU float32), which RNG edge injection turns into a certain finding.
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
 
