@@ -393,7 +393,7 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
 def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: str = "cpu", seed: int = 0,
                  rows: int = DEFAULT_ROWS, fraction: Any = DEFAULT_FRACTION,
                  scenarios: list[Scenario] | None = None, kinds: tuple[str, ...] = DRAW_KINDS,
-                 timeout: float | None = DEFAULT_TIMEOUT) -> InjectionResult:
+                 timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False) -> InjectionResult:
     """Run a batched-contract ``verify`` under edge injection on scenarios with target zeros.
 
     Per scenario: one baseline pass (records the draws), then per injectable kind seen and per edge
@@ -401,7 +401,8 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
     again and must give the same output (``reproducible``).  Only rows that fail under injection and
     not in the baseline are credited to the edge; a problem the baseline shows is reported unaided.
     ``scenarios`` default :func:`zero_target_scenarios`; ``rows`` per scenario.  A contract violation
-    or exception in the baseline pass is a usage error (raised); under injection it is a finding."""
+    or exception in the baseline pass is a usage error (raised); under injection it is a finding.
+    ``fail_fast``: stop after the first scenario with a finding (``scenarios`` then lists those run)."""
     name = dtype_name(dtype)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
@@ -432,6 +433,9 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
         findings += more
         passes += n + 1
         tried += [e for e in edges if e not in tried]
+        if findings and fail_fast:  # certain already: the other scenarios cannot undo it
+            suite = suite[: index + 1]
+            break
     if findings:
         verdict = "flagged"
     elif not any(r.kind in kinds for r in records):

@@ -48,7 +48,7 @@ from specproof.harness.check.calls import (ContractViolation, VerifierCaller, Ve
 from specproof.harness.check.engine import LEVELS, EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.events import EventFamily, build_families, impossible_rows
 from specproof.harness.check.ray_engine import ShardFailure
-from specproof.harness.check.injection import DEFAULT_ROWS as INJECTION_ROWS, inject_check
+from specproof.harness.check.injection import inject_check
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult,
                                             Finding, ScenarioReport, Verdict)
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
@@ -60,6 +60,7 @@ __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "Contra
            "impossible_rows", "BatchedStream", "LEVELS"]
 
 REPRODUCIBILITY_ROWS = 256
+INJECTION_ROWS = 512  # rows per injection pass in a check (an edge flags 3-32 of 512 rows in the zoo)
 INJECTION_SECONDS = 8.0  # the injection's share of a default check, for slow verifiers
 INJECTION_PASSES = 21  # passes of inject_check on the default scenarios (1 baseline + edges, 3 scenarios)
 INJECTION_MIN_ROWS = 64
@@ -141,7 +142,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         per_row = call.seconds / max(call.rows, 1)
         share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
         rows = int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (INJECTION_PASSES * max(per_row, 1e-9)))))
-        injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout, rows=rows)
+        injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout, rows=rows,
+                                 fail_fast=fail_fast)
     elif inject:
         injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
     extra = list(reproducibility) + (_injection_findings(injection) if injection is not None else [])
