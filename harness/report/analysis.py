@@ -69,14 +69,15 @@ def row_status(row: Row | Mapping[str, Any]) -> str:
         return "fail"
     if not row.expected_exact:
         return "missed"
-    if row.kind == "statistical" and _underpowered(row):
+    if row.kind in ("statistical", "pipeline") and _underpowered(row):
         return "weak"
     if row.kind == "whitebox" and row.detail.get("tolerance_vacuous"):
         return "weak"
     return "pass"
 
 
-WEAK_LABEL = {"proof": "BOUNDED", "statistical": "underpowered", "whitebox": "with a vacuous tolerance"}
+WEAK_LABEL = {"proof": "BOUNDED", "statistical": "underpowered", "whitebox": "with a vacuous tolerance",
+              "pipeline": "underpowered"}
 
 
 def worst_status(statuses: list[str]) -> str:
@@ -142,7 +143,7 @@ def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[li
               "detectable TV (statistical)"]
     groups: dict[tuple[str, str, str], list[Row]] = {}
     for row in rows_of(document):
-        if row.kind != "proof":
+        if row.kind in METHOD_OF_KIND:  # pipeline rows have their own section
             groups.setdefault((row.dtype, row.implementation, row.kind), []).append(row)
     detectable = detectable_by_rule(document)
     wrappers: dict[tuple[str, str], list[float]] = {}
@@ -272,6 +273,8 @@ def sampler_findings(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def summarise(document: dict[str, Any]) -> dict[str, Any]:
     """Counts and the rows that are not as expected (what makes ``specproof report`` exit 1)."""
+    from specproof.harness.report.pipelines import pipeline_summary  # it imports this module
+
     rows = list(rows_of(document))
     unexpected = sorted(r.key for r in rows
                         if not r.as_expected and (r.expected_exact or r.kind == "proof"))
@@ -288,7 +291,7 @@ def summarise(document: dict[str, Any]) -> dict[str, Any]:
             "zoo_caught": sum(1 for z in zoo if z["caught"]), "zoo_members": len(zoo),
             "zoo_not_caught": [z["implementation"] for z in zoo if z.get("measured", True) and not z["caught"]],
             "zoo_not_measured": [z["implementation"] for z in zoo if not z.get("measured", True)],
-            "skipped": len(document["skipped"])}
+            "skipped": len(document["skipped"]), "pipelines": pipeline_summary(document)}
 
 
 def unexpected_rows(document: dict[str, Any]) -> list[dict[str, Any]]:

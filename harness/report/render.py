@@ -17,6 +17,7 @@ from typing import Any
 from specproof.proofs.engine.vocabulary import Severity, severity
 from specproof.harness.report.analysis import (DTYPE_ORDER, WEAK_LABEL, drift_tables, fmt, half_type_split, proof_table,
                                                sampler_findings, summarise, unexpected_rows, zoo_table)
+from specproof.harness.report.pipelines import PIPELINE_TEXT, pipeline_summary_line, pipeline_table
 
 __all__ = ["report_blocks", "render_markdown", "render_html", "render_report", "terminal_summary"]
 
@@ -53,6 +54,7 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
                    + [f"zoo: {summary['zoo_caught']} of {summary['zoo_members']} known-bad implementations caught"
                       + (f", {len(summary['zoo_not_measured'])} not measured in this mode"
                          if summary["zoo_not_measured"] else ""),
+                      *([pipelines] if (pipelines := pipeline_summary_line(document)) else []),
                       f"{len(summary['unexpected'])} row(s) of implementations expected exact (or proofs) are not "
                       f"as expected", f"{summary['skipped']} planned measurement(s) skipped (listed at the end)"]))
     unexpected = unexpected_rows(document)
@@ -93,6 +95,11 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
     blocks.append(("h2", "The zoo: which check caught each known-bad implementation"))
     header, rows, statuses = zoo_table(document)
     if rows:
+        blocks.append(("table", header, rows, statuses, 2))
+    header, rows, statuses = pipeline_table(document)
+    if rows:
+        blocks.append(("h2", "Whole pipelines: the generate contract"))
+        blocks.append(("p", PIPELINE_TEXT))
         blocks.append(("table", header, rows, statuses, 2))
     blocks.append(("h2", "Figures"))
     for title, png, caption in figures:
@@ -272,6 +279,8 @@ def terminal_summary(document: dict[str, Any], out_dir: str | None = None) -> st
         if summary.get("zoo_partly_caught") else []
     lines.append(f"  zoo          {summary['zoo_caught']}/{summary['zoo_members']} known-bad implementations caught"
                  + (f" ({'; '.join(missed)})" if missed else ""))
+    if (pipelines := pipeline_summary_line(document)):
+        lines.append(f"  {pipelines}")
     for finding in sampler_findings(document):
         lines.append(f"  sampler      {finding['implementation']} {finding['dtype']}: {finding['seen']}")
     extras = sorted({s["reason"] for s in document["skipped"] if "not installed" in s["reason"]})

@@ -17,6 +17,8 @@ Budgets (:class:`ReportConfig`; ``--quick`` halves everything that scales):
   zoo members stop at the first rejecting look.
   Compiled records run in ``compiled_dtypes`` only (compilation dominates their cost), third-party
   adapters in ``adapter_dtypes`` only (a per-row Python loop: about a minute per dtype).
+* pipelines: each whole pipeline through the ``generate`` contract in float32 (:mod:`.pipelines`:
+  lossless ones at detectable TV 0.045, mutants fail-fast; ``--quick``: canonical and two mutants).
 
 Publication is atomic (:mod:`.report_publish`): the previous report or the new one, never a mix.
 
@@ -43,6 +45,7 @@ from specproof.harness.files.kinds import REPORT
 from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import validate
 from specproof.harness.report.plan import TaskOutcome, TaskSpec, grid_scenarios, run_task, whitebox_inputs
+from specproof.harness.report.pipelines import pipeline_tasks, run_pipeline_task
 
 __all__ = ["ReportConfig", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
            "OUTPUT_FILES", "ProgressBar", "RENDER_DEPENDENCIES", "INSTALL_REPORT_EXTRA"]
@@ -73,6 +76,9 @@ class ReportConfig:
     proof_drift: bool = True
     rlimit: int = 20_000_000
     jobs: int = 1
+    pipelines: tuple[str, ...] | None = None  # None: every pipeline (--quick: canonical and two mutants)
+    pipeline_rows: int | None = None  # rows per scenario; None: the engine's quota (harness.report.pipelines)
+    pipeline_transformers_rows: int = 64
 
     @classmethod
     def for_mode(cls, mode: str, **overrides: Any) -> "ReportConfig":
@@ -92,6 +98,10 @@ class ReportConfig:
             raise SpecproofInputError("--dtypes", "is empty", f"pass some of {', '.join(ALL_DTYPES)}")
         if self.samples < 64:
             raise SpecproofInputError("samples", f"{self.samples} rows per scenario is too few", "use at least 64")
+        for name, rows in (("pipeline_rows", self.pipeline_rows), ("pipeline_transformers_rows",
+                                                                   self.pipeline_transformers_rows)):
+            if rows is not None and rows < 64:
+                raise SpecproofInputError(name, f"{rows} rows per scenario is too few", "use at least 64")
         if self.jobs < 1:
             raise SpecproofInputError("--jobs", f"{self.jobs} is not positive", "use 1 or more worker processes")
         if self.device not in ("cpu", "cuda"):
@@ -106,6 +116,7 @@ class ReportConfig:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["implementations"] = list(self.implementations) if self.implementations else None
+        data["pipelines"] = list(self.pipelines) if self.pipelines is not None else None
         data["torch_threads_per_worker"] = 1
         return data
 
@@ -284,6 +295,8 @@ def _worker_init(config: ReportConfig) -> None:
 def _worker_run(spec: TaskSpec) -> TaskOutcome:
     import specproof.impls as impls
 
+    if spec.kind == "pipeline":
+        return run_pipeline_task(spec, _WORKER["context"])
     record = None if spec.kind == "proof" else impls.get(spec.name)
     return run_task(spec, record, _WORKER["context"])
 
@@ -353,7 +366,10 @@ def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
         context = _context(config)
         outcomes = []
         for spec in ordered:
-            outcomes.append(run_task(spec, None if spec.kind == "proof" else by_name[spec.name], context))
+            if spec.kind == "pipeline":
+                outcomes.append(run_pipeline_task(spec, context))
+            else:
+                outcomes.append(run_task(spec, None if spec.kind == "proof" else by_name[spec.name], context))
             progress.update(spec)
         return outcomes
     finally:
@@ -370,6 +386,8 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
     start = time.perf_counter()
     chosen = _select(config, records)
     tasks, skipped = plan(config, chosen)
+    more_tasks, more_skipped = pipeline_tasks(config)
+    tasks, skipped = tasks + more_tasks, skipped + more_skipped
     bar = ProgressBar(sum(t.cost for t in tasks), len(tasks), progress, stream)
     try:
         outcomes = _execute(config, tasks, chosen, bar)

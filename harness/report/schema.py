@@ -11,7 +11,8 @@ Schema 2 (current)::
      "timing":     {phase: seconds}, "summary": {...}}
 
 ``KEY`` is ``proof/RULE`` or ``KIND/IMPLEMENTATION/DTYPE/INPUT`` with ``KIND`` one of ``whitebox``,
-``grid``, ``statistical``.  Every ``ROW`` has ``kind``, ``implementation``, ``rule``, ``dtype``, ``input``,
+``grid``, ``statistical``, ``pipeline`` (a whole pipeline, :mod:`.pipelines`).  Every ``ROW`` has
+``kind``, ``implementation``, ``rule``, ``dtype``, ``input``,
 ``expected_exact``, ``passed`` (the check did not flag it), ``as_expected`` (``passed`` for an
 implementation expected exact and for a proof with its expected verdict; *flagged* for a zoo member),
 ``verdict``, ``hashes`` ``{"implementation", "rule", "reference", "input"}`` (sha256 hex or ``null`` when
@@ -58,7 +59,7 @@ __all__ = ["SCHEMA", "KIND", "HASH_DEPTH", "row_key", "definition_hash", "rule_h
 SCHEMA = REPORT.schema
 KIND = REPORT.name
 HASH_DEPTH = 4
-ROW_KINDS = ("proof", "whitebox", "grid", "statistical")
+ROW_KINDS = ("proof", "whitebox", "grid", "statistical", "pipeline")
 HASH_NAMES = ("implementation", "rule", "reference", "input")
 
 

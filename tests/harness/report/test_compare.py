@@ -178,7 +178,7 @@ def rounded_step(p, q):
 RECORD = impls.Implementation(name="rounded-step", fn=rounded_step, contract="whitebox", rule="canonical",
                               expected_exact=True, description="ratio step, output rounded to a set precision")
 CONFIG = ReportConfig.for_mode("quick", dtypes=("float32",), whitebox_vocabs=(64,), closeness=(0.5,),
-                               sweep_vocab=64, proofs=False, jobs=1)
+                               sweep_vocab=64, proofs=False, jobs=1, pipelines=())
 
 
 def run_with(bits, tmp_path, name):

@@ -28,7 +28,8 @@ def tiny_config(**overrides):
     """A budget small enough for a unit test: V <= 256 (plus the fixed V = 1024 edge pair), two grid
     scenarios, 200 statistical rows per scenario without the V = 1000 scenario, no proofs."""
     settings = dict(dtypes=("float32", "float16"), samples=200, large_vocab=0, whitebox_vocabs=(64, 256),
-                    closeness=(0.0, 0.9), sweep_vocab=128, grid_scenario_limit=2, proofs=False, jobs=1)
+                    closeness=(0.0, 0.9), sweep_vocab=128, grid_scenario_limit=2, proofs=False, jobs=1,
+                    pipelines=())  # the pipeline section: test_report_pipelines.py
     settings.update(overrides)
     return ReportConfig.for_mode("quick", **settings)
 
