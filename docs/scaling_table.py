@@ -8,8 +8,8 @@ For W workers drawing ``rate`` rows/s each for ``hours``, the default check's 13
 ``tau + detectable_shift(p, N, ln(1/a) + ln 2, tau)`` on its hardest event (mean nearest 1/2), the
 formula ``engine._Ledger.rows_for_tv`` plans quotas with; the check's is the worst scenario's.
 
-``--driver``: a local-Ray check of ``specproof.impls:canonical_ratio_race`` (no injection) and the
-driver's own seconds (the run minus the time blocked on tasks), i.e. the rows/s one driver can fold.
+``--driver``: a check of ``specproof.impls:canonical_ratio_race`` (no injection) on the local engine,
+then on a local Ray (its start not timed), and the driver's own seconds (the run minus the time blocked on tasks), i.e. the rows/s one driver can fold.
 """
 
 from __future__ import annotations
@@ -53,12 +53,15 @@ def driver(samples: int, workers: int) -> None:
     from specproof.harness.check.ray_engine import RayEngine
     from specproof.harness.check.runner import check_verifier
 
+    t0 = time.perf_counter()
+    local = check_verifier(impls.canonical_ratio_race, samples=samples, inject=False, progress=False)
+    print(f"local engine: {local.verdict.value}, {local.rows} rows in {time.perf_counter() - t0:.1f} s")
     with RayEngine(workers=workers, verify="specproof.impls:canonical_ratio_race") as engine:
         t0 = time.perf_counter()
         result = check_verifier(impls.canonical_ratio_race, samples=samples, inject=False, engine=engine, progress=False)
         run = time.perf_counter() - t0
     own = run - engine.waited
-    print(f"{result.verdict.value}: {result.rows} rows in {run:.1f} s ({result.rows / run:.3g} rows/s), "
+    print(f"ray, {workers} workers: {result.verdict.value}, {result.rows} rows in {run:.1f} s ({result.rows / run:.3g} rows/s), "
           f"{engine.pieces} tasks; driver busy {own:.1f} s = {1e6 * own / result.rows:.2f} us/row "
           f"(at most {result.rows / own:.3g} rows/s per driver)")
 
