@@ -85,7 +85,7 @@ MEMBER_COLUMNS = ("member", "N* (how, scenario)", "N* vs P_good", "specproof row
 def goal_lines(det: dict[str, Any]) -> list[str]:
     """The detection goals of issue 16, one line each."""
     lines = []
-    for goal in det["summary"]["goals"].values():
+    for goal in det["summary"].get("goals", {}).values():  # files written before the goals had none
         measured = ", ".join(f"{k} {_num(v, 4)}" for k, v in goal["measured"].items())
         lines.append(f"{goal['statement']}: {_goal(goal)} ({measured})")
     return lines
