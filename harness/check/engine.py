@@ -379,8 +379,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
             open_ = [l for l in ledgers if not l.done]
             if not open_ and time_budget is not None and extensions < MAX_EXTENSIONS:
                 # every quota met with budget left (the screening pass's small calls under-estimate the
-                # rate): plan the rest at the rate measured so far; the power statement then counts
-                # only the rows after this plan (the design bets restart), never more than it may
+                # rate): plan the rest at the rate measured so far; the design bets change from here
+                # on and the power statement counts only the rows after this plan (eprocess.plan)
                 remaining = time_budget - (clock() - start)
                 if remaining > 0.2 * time_budget:
                     extensions += 1

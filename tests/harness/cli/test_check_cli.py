@@ -107,3 +107,11 @@ def test_exact(specproof_assert_lossless):
     result = pytester.runpytest("-p", "no:cacheprovider", "--specproof-samples", "500")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*UNDERPOWERED*"])
+
+
+def test_adapter_help_names_every_adapter_in_order():
+    """The parser lists the adapters without importing impls (torch); the list is the registry's."""
+    from specproof.harness.cli.check import ADAPTER_HELP
+    from specproof.impls.adapters import ADAPTER_NAMES
+
+    assert ADAPTER_HELP == ", ".join(ADAPTER_NAMES[:-1]) + " or " + ADAPTER_NAMES[-1]
