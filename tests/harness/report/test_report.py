@@ -346,7 +346,7 @@ def test_committed_sample_report_parses_under_the_current_schema():
     assert document["schema"] == SCHEMA and "migrated_from" not in document
     assert document["config"]["mode"] == "default" and document["provenance"]["device"] == "cpu"
     kinds = {r["kind"] for r in document["rows"].values()}
-    assert kinds == {"proof", "whitebox", "grid", "statistical"}
+    assert kinds == {"proof", "whitebox", "grid", "statistical", "pipeline"}
     assert max(r["detail"]["vocab"] for r in document["rows"].values() if r["kind"] == "whitebox") == 262144
     assert set(document["config"]["dtypes"]) == {"float16", "bfloat16", "float32", "float64"}
     total = sum((SAMPLE / name).stat().st_size for name in OUTPUT_FILES)
