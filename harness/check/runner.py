@@ -137,7 +137,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
     injection, injection_note, inconclusive = None, None, None
     if inject and torch_device.type == "cpu":
-        # rows per injection pass: DEFAULT_ROWS, fewer for a slow verifier (timed on the reproducibility
+        # rows per injection pass: INJECTION_ROWS, fewer for a slow verifier (timed on the reproducibility
         # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
         per_row = call.seconds / max(call.rows, 1)
         share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
