@@ -56,6 +56,19 @@ def check_timeout(timeout: float | None, argument: str = "timeout") -> None:
                                   "pass seconds, e.g. 120")
 
 
+def check_run_arguments(seed: object, max_detectable_tv: object, timeout: float | None) -> None:
+    """The arguments every contract's check shares: the seed, the power bound, the per-call limit."""
+    from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+    if isinstance(max_detectable_tv, bool) or not isinstance(max_detectable_tv, (int, float)) \
+            or not 0 < max_detectable_tv <= 1:
+        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
+                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
+    check_timeout(timeout)
+
+
 def _timed_out(timeout: float, scenario: str) -> VerifierError:
     return VerifierError("verify", f"did not return within {timeout:g} s on scenario '{scenario}' "
                          "(the harness's time limit)", "fix the hang or raise the time limit (--timeout)")

@@ -27,7 +27,7 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.calls import ContractViolation, VerifierError, check_timeout, resolve_device
+from specproof.harness.check.calls import ContractViolation, VerifierError, check_run_arguments, resolve_device
 from specproof.harness.check.engine import RowBatch, run_streams, verdict_for
 from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
 from specproof.harness.check.pipeline_contract import call_generate, check_generate_signature
@@ -174,14 +174,9 @@ def check_generate(generate: Callable[..., Any], *, scenarios: list[PipelineScen
     :class:`VerifierError` / :class:`ContractViolation` (usage errors: exit 2)."""
     check_generate_signature(generate, "generate")
     name = dtype_name(dtype)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+    check_run_arguments(seed, max_detectable_tv, timeout)
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 64):
         raise SpecproofInputError("rows", f"{rows!r} is not an integer >= 64", "pass at least 64 rows per scenario")
-    if not (isinstance(max_detectable_tv, (int, float)) and 0 < max_detectable_tv <= 1):
-        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
-                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
-    check_timeout(timeout)
     torch_device = resolve_device(device)
     suite = list(scenarios) if scenarios is not None else pipeline_suite()
     if not suite:

@@ -43,7 +43,7 @@ import torch
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import StepRule, get_step_rule
 
-from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_timeout,
+from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_run_arguments,
                                            resolve_device)
 from specproof.harness.check.engine import LEVELS, EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.events import EventFamily, build_families, impossible_rows
@@ -102,12 +102,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         raise SpecproofInputError("samples", "both samples and budget given", "pass one of them")
     if time_budget is not None and (samples is not None or budget is not None):
         raise SpecproofInputError("time_budget", "given with samples or budget", "pass one of them")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
-    check_timeout(timeout)
-    if not (isinstance(max_detectable_tv, (int, float)) and 0 < max_detectable_tv <= 1):
-        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
-                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
+    check_run_arguments(seed, max_detectable_tv, timeout)
     rule_record = get_step_rule(rule) if rule is not None else None
     if scenarios is not None:
         suite = list(scenarios)

@@ -31,7 +31,7 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.calls import ContractViolation, VerifierError, check_timeout, resolve_device
+from specproof.harness.check.calls import ContractViolation, VerifierError, check_run_arguments, resolve_device
 from specproof.harness.check.engine import LEVELS, run_streams, verdict_for
 from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT, CheckResult, Finding)
@@ -150,16 +150,11 @@ def check_tree(verify: Callable[..., Any], *, dtype: Any = "float32", device: st
     the ``level``'s quota for ``max_detectable_tv``; ``inject``: run the RNG edge injection (CPU only);
     ``timeout``: seconds per verifier call; ``hard_timeout``: end the process when a verifier ignores it."""
     name = dtype_name(dtype)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+    check_run_arguments(seed, max_detectable_tv, timeout)
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 64):
         raise SpecproofInputError("samples", f"{samples!r} rows per scenario is too few", "use at least 64")
     if level not in LEVELS:
         raise SpecproofInputError("level", f"{level!r} is not a level", f"use one of {sorted(LEVELS)}")
-    if not (isinstance(max_detectable_tv, (int, float)) and 0 < max_detectable_tv <= 1):
-        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
-                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
-    check_timeout(timeout)
     torch_device = resolve_device(device)
     suite = list(scenarios) if scenarios is not None else default_tree_suite()
     if not suite:
