@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles and the gpu marker's skip."""
+"""Shared test configuration: hypothesis profiles, the gpu marker's skip, and one local Ray for the
+``ray``-marked tests."""
 
 import os
 import sys
@@ -26,3 +27,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def local_ray(tmp_path_factory):
+    """One local Ray on 2 CPUs for every Ray test, its workers importing what the tests import (this
+    process's sys.path as PYTHONPATH); the dying test verifiers' markers are named in its environment."""
+    try:
+        import ray
+    except ImportError:
+        pytest.skip("Ray is not installed (pip install specproof[ray])")
+    from specproof.harness.check.ray_engine import start_ray
+
+    where = tmp_path_factory.mktemp("ray")
+    os.environ["SPECPROOF_RAY_MARKER"] = str(where / "died")  # workers inherit them
+    os.environ["SPECPROOF_RAY_REPORT_MARKER"] = str(where / "report-died")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray, _ = start_ray(None, 2, python_path=True)
+    yield ray
+    ray.shutdown()

@@ -39,10 +39,11 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.check.engine import RowBatch
 
 __all__ = ["RayEngine", "ShardSpec", "ShardedStream", "ShardFailure", "shard_plan", "merge_batches",
-           "require_ray", "RAY_INSTALL", "SHARD_ROWS"]
+           "require_ray", "start_ray", "RAY_INSTALL", "SHARD_ROWS"]
 
 RAY_INSTALL = "pip install specproof[ray]"
-SHARD_ROWS = 1024  # the row grid of the pieces (a fixed size: the rows do not depend on --workers)
+SHARD_ROWS = 4096  # the row grid of the pieces (a fixed size: the rows do not depend on --workers); measured:
+# 1,024-row pieces cost a quarter more wall than 4,096 (per-call overhead), docs/scaling.md
 MAX_RETRIES = 3  # Ray task retries after a worker's death
 SHARD_TIMEOUT_MARGIN = 120.0  # seconds beyond the per-call limits before a piece counts as hung
 
@@ -59,6 +60,28 @@ def require_ray() -> Any:
         raise SpecproofInputError("--engine", "ray is selected but Ray is not installed",
                                   f"run `{RAY_INSTALL}`, or use --engine local") from None
     return ray
+
+
+def start_ray(address: str | None, workers: int, python_path: bool = False) -> tuple[Any, bool]:
+    """``(ray, started)``: join a Ray already initialised in this process, else start a local one with
+    ``num_cpus=workers`` (``python_path``: its workers get this process's ``sys.path`` as PYTHONPATH, so
+    they import what the driver imports) or join the cluster at ``address``; ``started`` says whether the
+    caller must ``ray.shutdown()`` it.  A Ray that cannot start or be joined is a usage error (exit 2)."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray, False
+    try:
+        if address is None:
+            env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}}
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     **({"runtime_env": env} if python_path else {}))
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except Exception as err:  # a bad address, a cluster that does not answer
+        raise SpecproofInputError("--address", f"cannot start or join Ray ({type(err).__name__}: {err})",
+                                  "pass the address of a running cluster (ray start --head), or none "
+                                  "for a local Ray") from None
+    return ray, True
 
 
 def shard_plan(offset: int, rows: int, shard_rows: int = SHARD_ROWS) -> list[tuple[int, int]]:
@@ -182,11 +205,26 @@ class ShardedStream:
         self.families, self.tolerance = stream.families, stream.tolerance
         self.notes, self.impossible_labels = stream.notes, stream.impossible_labels
         self.offset = 0
+        self.ahead: dict[tuple[int, int], Any] = {}  # (start, rows) -> the ref of a piece submitted ahead
 
     def draw(self, rows: int) -> RowBatch:
-        pieces = shard_plan(self.offset, rows, self.engine.shard_rows)
-        batches, seconds = self.engine.run_pieces(self.spec_ref, pieces, self.name)
+        """Rows ``[offset, offset + rows)``: their pieces (those submitted ahead reused when they are the
+        very same ``(start, rows)``), then the next ``rows`` submitted ahead so the workers compute while
+        the driver folds; a piece's counts depend on its ``(start, rows)`` only, so reuse changes nothing."""
+        engine = self.engine
+        pieces = shard_plan(self.offset, rows, engine.shard_rows)
+        refs = [self.ahead.pop(p, None) for p in pieces]
+        fresh = iter(engine.submit(self.spec_ref, [p for p, r in zip(pieces, refs) if r is None]))
+        refs = [r if r is not None else next(fresh) for r in refs]
         self.offset += rows
+        stale = [p for p in self.ahead if p[0] < self.offset]  # the guess was another size: never read
+        engine.discard([self.ahead.pop(p) for p in stale])
+        if engine.prefetch:  # one draw of this size ahead; for full pieces, enough to keep every worker busy
+            depth = 1 if rows < engine.shard_rows else max(1, -(-engine.workers * engine.shard_rows // rows) - 1)
+            planned = [p for d in range(depth) for p in shard_plan(self.offset + d * rows, rows, engine.shard_rows)]
+            ahead = [p for p in planned if p not in self.ahead]
+            self.ahead.update(zip(ahead, engine.submit(self.spec_ref, ahead)))
+        batches, seconds = engine.collect(refs, pieces, self.name)
         self.local.call.seconds += seconds  # the check's verifier time includes the workers'
         self.local.call.rows += rows
         return merge_batches(batches)
@@ -201,7 +239,8 @@ class RayEngine:
     ``adapter``) the workers import, or ``None`` to ship the check's callable itself (it must pickle)."""
 
     def __init__(self, *, address: str | None = None, workers: int = 2, verify: str | None = None,
-                 adapter: str | None = None, shard_rows: int = SHARD_ROWS, max_retries: int = MAX_RETRIES):
+                 adapter: str | None = None, shard_rows: int = SHARD_ROWS, max_retries: int = MAX_RETRIES,
+                 prefetch: bool = True):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise SpecproofInputError("--workers", f"{workers!r} is not a positive integer", "pass e.g. --workers 2")
         if shard_rows < 1:
@@ -215,25 +254,16 @@ class RayEngine:
         self.timeout: float | None = None  # the check's per-call limit (set by shard)
         self.pieces = 0  # tasks submitted
         self.waited = 0.0  # seconds the driver spent blocked on tasks (the rest of a run is the driver's)
+        self.prefetch = prefetch
+        self.outstanding: set[Any] = set()  # refs submitted ahead and not yet read
 
     def __enter__(self) -> "RayEngine":
-        ray = self.ray = require_ray()
-        if not ray.is_initialized():
-            try:
-                if self.address is None:
-                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
-                             configure_logging=False)
-                else:
-                    ray.init(address=self.address, log_to_driver=False, configure_logging=False)
-            except Exception as err:  # a bad address, a cluster that does not answer
-                raise SpecproofInputError("--address", f"cannot start or join Ray ({type(err).__name__}: {err})",
-                                          "pass the address of a running cluster (ray start --head), or none "
-                                          "for a local Ray") from None
-            self.started = True
-        self.task = ray.remote(run_piece)
+        self.ray, self.started = start_ray(self.address, self.workers)
+        self.task = self.ray.remote(run_piece)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.release()
         if self.started:
             self.ray.shutdown()
             self.started = False
@@ -261,14 +291,36 @@ class RayEngine:
             out.append(ShardedStream(s, self.ray.put(spec), self))
         return out
 
-    def run_pieces(self, spec_ref: Any, pieces: list[tuple[int, int]], name: str) -> tuple[list[RowBatch], float]:
-        """Run the pieces as tasks (retried on a worker's death), in the order given."""
-        ray = self.ray
+    def submit(self, spec_ref: Any, pieces: list[tuple[int, int]]) -> list[Any]:
+        """One task per piece (retried on a worker's death); their refs, in order."""
         options: dict[str, Any] = {"max_retries": self.max_retries, "retry_exceptions": False, "num_cpus": 1}
         if self.num_gpus:
             options["num_gpus"] = self.num_gpus
         refs = [self.task.options(**options).remote(spec_ref, a, n) for a, n in pieces]
         self.pieces += len(refs)
+        self.outstanding.update(refs)
+        return refs
+
+    def discard(self, refs: list[Any]) -> None:
+        """Cancel pieces submitted ahead that will not be read (queued ones never run)."""
+        for ref in refs:
+            self.outstanding.discard(ref)
+            self.ray.cancel(ref)
+
+    def release(self) -> None:
+        """Cancel every piece still outstanding (the check is over: what was submitted ahead is unread)."""
+        if self.ray is not None and self.outstanding:
+            self.discard(list(self.outstanding))
+
+    def run_pieces(self, spec_ref: Any, pieces: list[tuple[int, int]], name: str) -> tuple[list[RowBatch], float]:
+        """Run the pieces as tasks (retried on a worker's death), in the order given."""
+        return self.collect(self.submit(spec_ref, pieces), pieces, name)
+
+    def collect(self, refs: list[Any], pieces: list[tuple[int, int]], name: str) -> tuple[list[RowBatch], float]:
+        """The pieces' batches and verifier seconds, read in order; on any failure every outstanding
+        piece is cancelled."""
+        ray = self.ray
+        self.outstanding.difference_update(refs)
         per_call = (self.timeout or 0.0) + 5.0
         batches, seconds = [], 0.0
         t0 = time.perf_counter()
@@ -294,8 +346,9 @@ class RayEngine:
                 batches.append(payload)
                 seconds += spent
         except BaseException:
-            for ref in refs:
+            for ref in list(refs) + list(self.outstanding):
                 ray.cancel(ref, force=True)
+            self.outstanding.clear()
             raise
         finally:
             self.waited += time.perf_counter() - t0

@@ -154,6 +154,9 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                               progress=progress)
         except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
             run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
+        finally:
+            if engine is not None:
+                engine.release()  # pieces submitted ahead and never read
     total = time.perf_counter() - start
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
     if inconclusive is not None and not extra:

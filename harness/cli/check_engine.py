@@ -1,5 +1,8 @@
 """``specproof check --engine local|ray [--address A] [--workers N]``: where a check's rows are drawn.
 
+For ``specproof report`` and ``specproof campaign`` (:func:`report_engine`) the task plan runs either in
+local worker processes or as Ray tasks (:mod:`specproof.harness.report.ray_run`).
+
 ``local`` (the default): in this process, as always.  ``ray``: the rows of each scenario are sharded
 over Ray tasks (:mod:`specproof.harness.check.ray_engine`); with no ``--address`` a local Ray with
 ``num_cpus = --workers`` is started and stopped by the command, else the cluster at the address is
@@ -17,15 +20,17 @@ from typing import Any, Iterator
 
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["add_options", "check_options", "engine_for", "ENGINES"]
+__all__ = ["add_options", "check_options", "engine_for", "report_engine", "ENGINES"]
 
 ENGINES = ("local", "ray")
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=ENGINES, default="local",
-                        help="where the rows are drawn: in this process (default) or sharded over Ray tasks "
-                             "(pip install specproof[ray])")
+def add_options(parser: argparse.ArgumentParser, what: str = "rows") -> None:
+    """``--engine``, ``--address``, ``--workers``; ``what``: ``rows`` (a check's rows are sharded) or
+    ``tasks`` (a report's or campaign's task plan runs as Ray tasks)."""
+    where = ("where the rows are drawn: in this process (default) or sharded over Ray tasks" if what == "rows" else
+             "where the tasks run: local worker processes (default, --jobs) or Ray tasks")
+    parser.add_argument("--engine", choices=ENGINES, default="local", help=where + " (pip install specproof[ray])")
     parser.add_argument("--address", metavar="ADDR",
                         help="with --engine ray: a running Ray cluster (default: a local Ray for this command)")
     parser.add_argument("--workers", type=int, default=2, metavar="N",
@@ -41,7 +46,7 @@ def check_options(args: argparse.Namespace) -> None:
         return
     if args.workers < 1:
         raise SpecproofInputError("--workers", f"{args.workers} is not a positive integer", "pass e.g. --workers 2")
-    if args.contract != "batched":
+    if getattr(args, "contract", "batched") != "batched":
         raise SpecproofInputError("--engine", f"ray serves the batched contract, not {args.contract}",
                                   "use --engine local for this contract")
     from specproof.harness.check.ray_engine import require_ray
@@ -70,3 +75,11 @@ def _portable(target: str) -> str:
     if sep and where.endswith(".py") and os.path.exists(where):
         return os.path.abspath(where) + ":" + name
     return target
+
+
+def report_engine(args: argparse.Namespace) -> Any:
+    """The :class:`~specproof.harness.report.run.ReportEngine` the engine flags name (checked first)."""
+    from specproof.harness.report.run import ReportEngine
+
+    check_options(args)
+    return ReportEngine(args.engine, args.address, args.workers)

@@ -2,15 +2,19 @@
 
     specproof report [--out DIR] [--device cpu|cuda] [--dtypes D ...] [--impl NAME ...] [--quick]
                      [--jobs N] [--samples N] [--no-proofs] [--quiet]
+                     [--engine local|ray] [--address ADDR] [--workers N]
 
 Writes ``DIR/results.json`` (schema 2, provenance, keyed rows), ``DIR/report.md`` and a self-contained
 ``DIR/report.html`` atomically (all three appear together or not at all), prints a short summary, and
 shows a progress bar on stderr.  Exit 0 when every implementation expected exact passed every check and
 every proof got its expected verdict; 1 when some did not (the report is written either way, and the
-summary lists those rows); 2 on a usage error (nothing is written), checked before the run: a bad
+summary lists those rows); 4 when a task was lost for good on Ray (its retries spent: listed as
+incomplete, its records not measured); 2 on a usage error (nothing is written), checked before the run: a bad
 --out, a missing optional dependency (matplotlib: install the [report] extra).  A zoo member that no
 check catches is reported, not an error.  SIGTERM and Ctrl-C stop the worker processes and keep the
-previous report (exit 130).
+previous report (exit 130).  ``--engine ray`` runs the same task plan as Ray tasks (on a local Ray
+of ``--workers`` CPUs started and stopped by the command, or on the cluster at ``--address``) and
+writes the same rows; ``--jobs`` then does not apply.
 
 Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
 drift, check, exact, files), proofs and impls.
@@ -25,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from specproof.harness.cli import options
+from specproof.harness.cli import check_engine, options
 from specproof.harness.report.run import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
 from specproof.harness.report.publish import recover_previous
 from specproof.harness.report.render import terminal_summary
@@ -48,6 +52,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--samples", type=int, default=None, help="statistical rows per scenario")
     parser.add_argument("--no-proofs", action="store_true", help="skip the proof catalogue (implementations only)")
     options.add_quiet(parser, help="no progress bar")
+    check_engine.add_options(parser, what="tasks")
     parser.set_defaults(handler=run)
     return parser
 
@@ -70,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.samples is not None:
         overrides["samples"] = args.samples
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
+    engine = check_engine.report_engine(args)  # --engine ray without Ray: exit 2 before any work
     out = args.out if args.out is not None else Path("reports") / args.device
     options.check_options(args, out=out)  # refuse a bad --out before spending minutes measuring
     restored = recover_previous(out)
@@ -81,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
     main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
-        document = run_report(config, progress=not args.quiet, argv=sys.argv[1:])
+        document = run_report(config, progress=not args.quiet, argv=sys.argv[1:], engine=engine)
         write_report(document, out)
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
     print(terminal_summary(document, str(out)))
-    return 1 if document["summary"]["unexpected"] else 0
+    return 1 if document["summary"]["unexpected"] else 4 if document["summary"]["incomplete"] else 0

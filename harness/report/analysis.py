@@ -291,7 +291,9 @@ def summarise(document: dict[str, Any]) -> dict[str, Any]:
             "zoo_caught": sum(1 for z in zoo if z["caught"]), "zoo_members": len(zoo),
             "zoo_not_caught": [z["implementation"] for z in zoo if z.get("measured", True) and not z["caught"]],
             "zoo_not_measured": [z["implementation"] for z in zoo if not z.get("measured", True)],
-            "skipped": len(document["skipped"]), "pipelines": pipeline_summary(document)}
+            "skipped": len(document["skipped"]), "pipelines": pipeline_summary(document),
+            "incomplete": [" ".join(x for x in (i["kind"], i["implementation"], i["dtype"] or "", i["input"]) if x)
+                           for i in document.get("incomplete", [])]}
 
 
 def unexpected_rows(document: dict[str, Any]) -> list[dict[str, Any]]:

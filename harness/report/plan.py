@@ -70,9 +70,12 @@ class TaskSpec:
 
 @dataclass
 class TaskOutcome:
+    """A task's rows and skips; ``incomplete``: why it has none (a task lost for good on Ray)."""
+
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
 
 
 # -- inputs --------------------------------------------------------------------------------------------

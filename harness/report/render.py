@@ -57,6 +57,12 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
                       *([pipelines] if (pipelines := pipeline_summary_line(document)) else []),
                       f"{len(summary['unexpected'])} row(s) of implementations expected exact (or proofs) are not "
                       f"as expected", f"{summary['skipped']} planned measurement(s) skipped (listed at the end)"]))
+    if document.get("incomplete"):
+        blocks.append(("h3", "Incomplete: tasks lost for good"))
+        blocks.append(("p", "These tasks failed for good on the Ray engine (their retries spent): they have no "
+                            "rows, their records count as not measured, and the run exits 4. Rerun them."))
+        blocks.append(("table", ["task", "reason"],
+                       [[label, i["reason"]] for label, i in zip(summary["incomplete"], document["incomplete"])]))
     unexpected = unexpected_rows(document)
     if unexpected:
         blocks.append(("h3", "Not as expected"))
@@ -285,13 +291,16 @@ def terminal_summary(document: dict[str, Any], out_dir: str | None = None) -> st
         lines.append(f"  sampler      {finding['implementation']} {finding['dtype']}: {finding['seen']}")
     extras = sorted({s["reason"] for s in document["skipped"] if "not installed" in s["reason"]})
     lines += [f"  skipped      {reason}" for reason in extras]
+    if summary["incomplete"]:
+        lines.append(f"INCOMPLETE ({len(summary['incomplete'])} task(s) lost for good, no rows; rerun them):")
+        lines += [f"  {label}: {i['reason']}" for label, i in zip(summary["incomplete"][:12], document["incomplete"])]
     if summary["unexpected"]:
         lines.append(f"NOT AS EXPECTED ({len(summary['unexpected'])}):")
         lines += [f"  {u['key']}: {u['verdict']}" + (f" - {u['evidence'][0]}" if u["evidence"] else "")
                   for u in unexpected_rows(document)[:12]]
         if len(summary["unexpected"]) > 12:
             lines.append(f"  ... and {len(summary['unexpected']) - 12} more (see report.md)")
-    else:
+    elif not summary["incomplete"]:
         lines.append("every implementation expected exact passed every check; every proof as expected")
     if out_dir:
         lines.append(f"wrote {out_dir}/results.json, report.md, report.html")

@@ -47,7 +47,7 @@ from specproof.harness.report.schema import validate
 from specproof.harness.report.plan import TaskOutcome, TaskSpec, grid_scenarios, run_task, whitebox_inputs
 from specproof.harness.report.pipelines import pipeline_tasks, run_pipeline_task
 
-__all__ = ["ReportConfig", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
+__all__ = ["ReportConfig", "ReportEngine", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
            "OUTPUT_FILES", "ProgressBar", "RENDER_DEPENDENCIES", "INSTALL_REPORT_EXTRA"]
 
 RENDER_DEPENDENCIES = ("matplotlib",)  # what rendering imports beyond the core install (the [report] extra)
@@ -264,7 +264,8 @@ class ProgressBar:
 _WORKER: dict[str, Any] = {}
 
 
-def _context(config: ReportConfig) -> dict[str, Any]:
+def task_context(config: ReportConfig) -> dict[str, Any]:
+    """What every task of one report shares: the device, the white-box inputs, the grid scenarios."""
     return {"device": config.device,
             "whitebox_inputs": whitebox_inputs(config.whitebox_vocabs, config.closeness, config.sweep_vocab,
                                                config.seed),
@@ -289,16 +290,21 @@ def _worker_init(config: ReportConfig) -> None:
     if sys.platform.startswith("linux"):
         _die_with_parent()
     torch.set_num_threads(1)
-    _WORKER["context"] = _context(config)
+    _WORKER["context"] = task_context(config)
+
+
+def run_one(spec: TaskSpec, record: Any, context: dict[str, Any]) -> TaskOutcome:
+    """One task (``record``: the implementation measured, ``None`` for a proof or a pipeline)."""
+    if spec.kind == "pipeline":
+        return run_pipeline_task(spec, context)
+    return run_task(spec, record, context)
 
 
 def _worker_run(spec: TaskSpec) -> TaskOutcome:
     import specproof.impls as impls
 
-    if spec.kind == "pipeline":
-        return run_pipeline_task(spec, _WORKER["context"])
-    record = None if spec.kind == "proof" else impls.get(spec.name)
-    return run_task(spec, record, _WORKER["context"])
+    record = None if spec.kind in ("proof", "pipeline") else impls.get(spec.name)
+    return run_one(spec, record, _WORKER["context"])
 
 
 def _stop_workers(pool: Any) -> None:
@@ -322,24 +328,31 @@ def _stop_workers(pool: Any) -> None:
             stopped.add(id(process))
 
 
-def _registry_records(records: list[Any]) -> bool:
-    """Whether every record is the registry's own (worker processes can look them up by name)."""
+def _registry_names(records: list[Any]) -> set[str]:
+    """The records that are the registry's own (worker processes can look them up by name)."""
     import specproof.impls as impls
 
+    names = set()
     for record in records:
         try:
-            if impls.get(record.name) is not record:
-                return False
+            if impls.get(record.name) is record:
+                names.add(record.name)
         except KeyError:
-            return False
-    return True
+            pass
+    return names
 
 
 def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
-             progress: ProgressBar) -> list[TaskOutcome]:
+             progress: ProgressBar, engine: "ReportEngine") -> list[TaskOutcome]:
     by_name = {r.name: r for r in records}
     ordered = sorted(tasks, key=lambda t: -t.cost)  # longest first: balanced workers
-    if config.jobs > 1 and len(tasks) > 1 and _registry_records(records):
+    registry = _registry_names(records)
+    if engine.name == "ray":
+        from specproof.harness.report.ray_run import execute_on_ray
+
+        return execute_on_ray(config, ordered, by_name, registry, progress, address=engine.address,
+                              workers=engine.workers)
+    if config.jobs > 1 and len(tasks) > 1 and len(registry) == len(by_name):
         import concurrent.futures as futures
         import multiprocessing
 
@@ -363,25 +376,37 @@ def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        context = _context(config)
+        context = task_context(config)
         outcomes = []
         for spec in ordered:
-            if spec.kind == "pipeline":
-                outcomes.append(run_pipeline_task(spec, context))
-            else:
-                outcomes.append(run_task(spec, None if spec.kind == "proof" else by_name[spec.name], context))
+            outcomes.append(run_one(spec, None if spec.kind in ("proof", "pipeline") else by_name[spec.name],
+                                    context))
             progress.update(spec)
         return outcomes
     finally:
         torch.set_num_threads(threads)
 
 
+@dataclass(frozen=True)
+class ReportEngine:
+    """Where the tasks run: ``local`` (``config.jobs`` worker processes) or ``ray`` (Ray tasks on a local
+    Ray with ``workers`` CPUs, or on the cluster at ``address``; :mod:`.ray_run`)."""
+
+    name: str = "local"
+    address: str | None = None
+    workers: int = 2
+
+    def as_json(self) -> dict[str, Any]:
+        return {"engine": self.name} if self.name == "local" else \
+            {"engine": self.name, "address": self.address, "workers": self.workers}
+
+
 def run_report(config: ReportConfig, *, records: list[Any] | None = None, progress: bool = True,
-               stream: Any = None, argv: list[str] | None = None) -> dict[str, Any]:
+               stream: Any = None, argv: list[str] | None = None, engine: ReportEngine = ReportEngine()) -> dict[str, Any]:
     """Measure everything ``config`` asks for and return the ``results.json`` document (schema 2).
 
     ``records``: implementation records to measure instead of the registry's (tests pass degraded
-    ones; they run in this process)."""
+    ones; locally they run in this process).  ``engine``: where the tasks run (:class:`ReportEngine`)."""
     config = config.validated()
     start = time.perf_counter()
     chosen = _select(config, records)
@@ -390,11 +415,12 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
     tasks, skipped = tasks + more_tasks, skipped + more_skipped
     bar = ProgressBar(sum(t.cost for t in tasks), len(tasks), progress, stream)
     try:
-        outcomes = _execute(config, tasks, chosen, bar)
+        outcomes = _execute(config, tasks, chosen, bar, engine)
     finally:
         bar.close()
     rows: dict[str, Any] = {}
     timing: dict[str, float] = {}
+    incomplete: list[dict[str, Any]] = []
     for outcome in outcomes:  # completion order: rows carry their own keys
         for row in outcome.rows:
             if row["key"] in rows:
@@ -402,6 +428,7 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
             rows[row["key"]] = row
             timing[row["kind"]] = timing.get(row["kind"], 0.0) + row["seconds"]
         skipped.extend(outcome.skipped)
+        incomplete.extend(outcome.incomplete)
     timing = {k: round(v, 2) for k, v in sorted(timing.items())}
     timing["wall"] = round(time.perf_counter() - start, 2)
     dtypes = list(config.dtypes)
@@ -410,9 +437,11 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
         "rows": dict(sorted(rows.items())),
         "zoo": zoo_verdicts(chosen, rows, skipped),
         "skipped": sorted(skipped, key=lambda s: (s["implementation"] or "", s["dtype"] or "", s["reason"])),
+        "incomplete": sorted(incomplete, key=lambda s: (s["implementation"], s["dtype"] or "", s["input"])),
         "timing": timing,
     }, provenance(device=config.device, dtypes=dtypes, seeds=[config.seed],
-                  extra={"command": "report", "argv": list(argv or []), "mode": config.mode})).to_json()
+                  extra={"command": "report", "argv": list(argv or []), "mode": config.mode,
+                         **engine.as_json()})).to_json()
     document["summary"] = summarise(document)
     validate(document, "report")
     return document

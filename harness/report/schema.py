@@ -266,7 +266,7 @@ def validate(data: dict[str, Any], source: str = "results") -> None:
     for field in ("git", "versions"):
         if not isinstance(data["provenance"].get(field, {}), dict):
             raise bad(f"has provenance {field!r} that is not an object")
-    for field in ("zoo", "skipped"):
+    for field in ("zoo", "skipped", "incomplete"):
         if not isinstance(data.get(field, []), list) or not all(isinstance(x, dict) for x in data.get(field, [])):
             raise bad(f"has {field!r} that is not a list of objects")
     for key, row in data["rows"].items():

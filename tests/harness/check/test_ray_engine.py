@@ -1,8 +1,8 @@
 """``--engine ray`` (harness/check/ray_engine.py, harness/cli/check_engine.py): sharded rows, merged
 counts, the same verdict, reproducible rows, worker death retried, a shard lost for good INCONCLUSIVE.
 
-The Ray tests (marker ``ray``) share one local Ray on 2 CPUs and are skipped when Ray is not
-importable; the pure ones (the shard grid, the merge) always run.
+The Ray tests (marker ``ray``) share one local Ray on 2 CPUs (the session fixture ``local_ray`` of
+tests/conftest.py) and are skipped when Ray is not importable; the pure ones (the shard grid, the merge) always run.
 """
 
 from __future__ import annotations
@@ -77,18 +77,6 @@ def test_engine_flags_are_refused_where_they_cannot_apply(capsys):
     assert "--address" in capsys.readouterr().err
     assert main(["check", CANONICAL, "--engine", "ray", "--workers", "0", "--quiet"]) == 2
     assert "--workers" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="module")
-def local_ray(tmp_path_factory):
-    if not HAVE_RAY:
-        pytest.skip("Ray is not installed (pip install specproof[ray])")
-    import ray
-
-    os.environ["SPECPROOF_RAY_MARKER"] = str(tmp_path_factory.mktemp("ray") / "died")  # workers inherit it
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
 
 
 def _check(target, *, max_retries=3, verify=None, **kw):
