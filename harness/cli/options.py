@@ -14,13 +14,14 @@ Layer: cli (level 5); imports harness.files and proofs.errors only, so ``--help`
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from specproof.harness.files.provenance import check_output_path
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["add_json", "add_out", "add_quiet", "add_device", "add_dtype", "add_seed", "check_options",
+__all__ = ["add_json", "add_out", "add_quiet", "add_device", "add_dtype", "add_seed", "check_options", "sigterm_as_interrupt",
            "SEED_LIMIT", "DEVICES"]
 
 DEVICES = ("cpu", "cuda")
@@ -92,3 +93,22 @@ def check_options(args: argparse.Namespace, **paths: Path | None) -> None:
             check_output_path(Path(path).parent, flag, folder=True)  # the writer creates it
         else:
             check_output_path(path, flag, folder=what == "folder")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Any:
+    """SIGTERM raised as ``KeyboardInterrupt`` inside the block (the main thread only: signal handlers
+    live there), so a killed command stops its workers and keeps the previous report, as Ctrl-C does."""
+    import signal
+    import threading
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if main_thread else None
+    try:
+        yield
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)

@@ -23,9 +23,7 @@ drift, check, exact, files), proofs and impls.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,7 @@ from specproof.harness.report.run import ReportConfig, check_dependencies, check
 from specproof.harness.report.publish import recover_previous
 from specproof.harness.report.render import terminal_summary
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "prepare_out"]
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
@@ -57,9 +55,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _terminated(signum: int, frame: Any) -> None:
-    """SIGTERM as an interruption: the workers are stopped and the previous report kept (see run_report)."""
-    raise KeyboardInterrupt(f"signal {signum}")
+def prepare_out(args: argparse.Namespace, out: Path, command: str) -> None:
+    """Before any measuring: refuse a bad report folder or a missing rendering dependency (exit 2), and
+    put back a previous report a killed publish left hidden."""
+    options.check_options(args, out=out)
+    restored = recover_previous(out)
+    if restored is not None:
+        print(f"specproof {command}: restored the previous report {out} from {restored} (an interrupted publish)",
+              file=sys.stderr)
+    check_out_dir(out)
+    check_dependencies()  # rendering's optional modules, before the run, not after it
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,20 +82,9 @@ def run(args: argparse.Namespace) -> int:
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
     engine = check_engine.report_engine(args)  # --engine ray without Ray: exit 2 before any work
     out = args.out if args.out is not None else Path("reports") / args.device
-    options.check_options(args, out=out)  # refuse a bad --out before spending minutes measuring
-    restored = recover_previous(out)
-    if restored is not None:
-        print(f"specproof report: restored the previous report {out} from {restored} (an interrupted publish)",
-              file=sys.stderr)
-    check_out_dir(out)
-    check_dependencies()  # rendering's optional modules, before the run, not after it
-    main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
-    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
-    try:
+    prepare_out(args, out, "report")
+    with options.sigterm_as_interrupt():  # the workers are stopped and the previous report kept
         document = run_report(config, progress=not args.quiet, argv=sys.argv[1:], engine=engine)
         write_report(document, out)
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
     print(terminal_summary(document, str(out)))
     return 1 if document["summary"]["unexpected"] else 4 if document["summary"]["incomplete"] else 0

@@ -35,7 +35,7 @@ from specproof.harness.report.plan import REPORT_MAX_DETECTABLE_TV, TaskOutcome,
 from specproof.harness.report.rows import Figure, Hashes, Row, rows_of
 from specproof.harness.report.schema import bytes_hash, definition_hash
 
-__all__ = ["pipeline_tasks", "run_pipeline_task", "pipeline_row", "pipeline_table", "pipeline_summary",
+__all__ = ["pipeline_tasks", "run_pipeline_task", "pipeline_row", "pipeline_scenarios", "suite_input", "pipeline_table", "pipeline_summary",
            "pipeline_summary_line", "QUICK_PIPELINES", "TRANSFORMERS_ROWS", "PIPELINE_DTYPE", "PIPELINE_TEXT"]
 
 PIPELINE_DTYPE = "float32"
@@ -76,14 +76,22 @@ def pipeline_tasks(config: Any) -> tuple[list[TaskSpec], list[dict[str, Any]]]:
     return tasks, skipped
 
 
-def _scenarios(record: Any) -> list[Any]:
+def pipeline_scenarios(record: Any, sampling: Any = None) -> list[Any]:
+    """The scenarios a pipeline row runs: its suite, or the suite's distinct pairs under ``sampling``."""
+    from specproof.harness.check.pipeline_scenarios import pipeline_suite, with_sampling
+
     if record.models == "transformers":
         from specproof.harness.check.pipeline_transformers import transformers_suite
 
-        return [s for s in transformers_suite() if s.name.split(" ")[0].endswith(TRANSFORMERS_SCENARIO)]
-    from specproof.harness.check.pipeline_scenarios import pipeline_suite
+        suite = [s for s in transformers_suite() if s.name.split(" ")[0].endswith(TRANSFORMERS_SCENARIO)]
+    else:
+        suite = pipeline_suite()
+    return with_sampling(suite, sampling, None)
 
-    return pipeline_suite()
+
+def suite_input(record: Any, sampling: Any = None) -> str:
+    """A pipeline row's input: the suite's name, with the campaign's sampling setting when there is one."""
+    return SUITE_INPUT[record.models] + ("" if sampling is None else f" {sampling.describe()}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,15 +107,17 @@ def _input_hash(scenarios: list[Any], seed: int, rows: int | None) -> str:
                                                        for s in scenarios])
 
 
-def pipeline_row(record: Any, rows: int | None, seed: int, device: str) -> dict[str, Any]:
-    """Check one pipeline (module docstring) and return its row."""
+def pipeline_row(record: Any, rows: int | None, seed: int, device: str, sampling: Any = None) -> dict[str, Any]:
+    """Check one pipeline (module docstring) and return its row; ``sampling`` (a campaign's setting):
+    the suite's distinct model pairs under that one setting instead (input ``SUITE <setting>``)."""
     from specproof.harness.check.calls import ContractViolation, VerifierError
     from specproof.harness.check.pipeline_check import check_generate
     from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV
 
     start = time.perf_counter()
     fn = record.load()
-    scenarios = _scenarios(record)
+    scenarios = pipeline_scenarios(record, sampling)
+    where = suite_input(record, sampling)
     mutant = not record.lossless
     power = DEFAULT_MAX_DETECTABLE_TV if mutant else REPORT_MAX_DETECTABLE_TV
     detail: dict[str, Any] = {"role": "transformers" if record.models == "transformers" else
@@ -120,7 +130,7 @@ def pipeline_row(record: Any, rows: int | None, seed: int, device: str) -> dict[
                                 max_detectable_tv=power, fail_fast=mutant, progress=False)
     except (VerifierError, ContractViolation) as err:
         message = f"{type(err).__name__}: {err}"
-        return _row(record, scenarios, seed, rows, passed=False, verdict="error", figures={},
+        return _row(record, where, scenarios, seed, rows, passed=False, verdict="error", figures={},
                     detail={**detail, "error": message[:500], "rows": 0}, seconds=time.perf_counter() - start)
     findings = result.findings
     verdict = getattr(result.verdict, "value", result.verdict)
@@ -143,14 +153,14 @@ def pipeline_row(record: Any, rows: int | None, seed: int, device: str) -> dict[
         "harness_seconds": round(result.harness_seconds, 3)})
     figures = {"excess": Figure.of(max(0.0, excess), resolution, "detectable TV of the pipeline run", PIPELINE_DTYPE),
                "detectable_tv": Figure.of(result.detectable_tv, None, "informational", PIPELINE_DTYPE)}
-    return _row(record, scenarios, seed, rows, passed=not flagged, verdict=verdict, figures=figures, detail=detail,
+    return _row(record, where, scenarios, seed, rows, passed=not flagged, verdict=verdict, figures=figures, detail=detail,
                 seconds=time.perf_counter() - start)
 
 
-def _row(record: Any, scenarios: list[Any], seed: int, rows: int | None, *, passed: bool, verdict: str,
+def _row(record: Any, where: str, scenarios: list[Any], seed: int, rows: int | None, *, passed: bool, verdict: str,
          figures: dict[str, Figure], detail: dict[str, Any], seconds: float) -> dict[str, Any]:
     fn = record.load()
-    return Row("pipeline", record.name, None, PIPELINE_DTYPE, SUITE_INPUT[record.models], record.lossless, passed,
+    return Row("pipeline", record.name, None, PIPELINE_DTYPE, where, record.lossless, passed,
                passed if record.lossless else not passed, verdict,
                Hashes(definition_hash(record.name, fn), None, _reference_hash(), _input_hash(scenarios, seed, rows)),
                figures, detail, contract="generate", seconds=round(seconds, 3)).to_json()
@@ -164,7 +174,7 @@ def run_pipeline_task(spec: TaskSpec, context: dict[str, Any]) -> TaskOutcome:
     outcome = TaskOutcome()
     try:
         outcome.rows.append(pipeline_row(get_pipeline(spec.name), spec.param("rows"), spec.param("seed", 0),
-                                         context.get("device", "cpu")))
+                                         context.get("device", "cpu"), spec.param("sampling")))
     except SpecproofInputError as err:
         outcome.skipped.append({"kind": spec.kind, "implementation": spec.name, "dtype": spec.dtype,
                                 "reason": str(err)})

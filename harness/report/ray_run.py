@@ -92,12 +92,13 @@ def execute_on_ray(config: Any, ordered: list[TaskSpec], records: dict[str, Any]
                 done, _ = ray.wait(list(pending), num_returns=1)
                 spec = pending.pop(done[0])
                 try:
-                    outcomes.append(ray.get(done[0]))
+                    outcome = ray.get(done[0])
                 except ray.exceptions.RayError as err:
                     text = str(err).strip().splitlines()
-                    outcomes.append(lost_task(spec, f"the Ray task failed for good ({max_retries} retries spent): "
-                                                    f"{type(err).__name__}{': ' + text[0][:200] if text else ''}"))
-                progress.update(spec)
+                    outcome = lost_task(spec, f"the Ray task failed for good ({max_retries} retries spent): "
+                                              f"{type(err).__name__}{': ' + text[0][:200] if text else ''}")
+                outcomes.append(outcome)
+                progress.update(spec, outcome)
         except BaseException:  # Ctrl-C, SIGTERM (raised by the CLI's handler): stop the cluster's work
             for ref in pending:
                 ray.cancel(ref, force=True)

@@ -58,9 +58,10 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
                       f"{len(summary['unexpected'])} row(s) of implementations expected exact (or proofs) are not "
                       f"as expected", f"{summary['skipped']} planned measurement(s) skipped (listed at the end)"]))
     if document.get("incomplete"):
-        blocks.append(("h3", "Incomplete: tasks lost for good"))
-        blocks.append(("p", "These tasks failed for good on the Ray engine (their retries spent): they have no "
-                            "rows, their records count as not measured, and the run exits 4. Rerun them."))
+        blocks.append(("h3", "Incomplete: not measured"))
+        blocks.append(("p", "These tasks failed for good on the Ray engine (their retries spent), or their campaign "
+                            "cell's device is not available here: they have no rows, their records count as not "
+                            "measured (never as passed or caught), and the run exits 4. Rerun them."))
         blocks.append(("table", ["task", "reason"],
                        [[label, i["reason"]] for label, i in zip(summary["incomplete"], document["incomplete"])]))
     unexpected = unexpected_rows(document)
@@ -76,6 +77,7 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
                             "zoo member); the defect, its measured rate and its reproduction are the registry's."))
         blocks.append(("table", ["row", "this run", "defect (rate, reproduction)"],
                        [[f["key"], f["seen"], f["defect"]] for f in sampler], ["defect"] * len(sampler), 1))
+    blocks.extend(_campaign_blocks(document))
     blocks.append(("h2", "Proofs"))
     blocks.append(("p", "Every catalogue rule with its claim and the verdict the prover reached; refuted rules carry "
                         "an exact counterexample TV and the worst-case TV found over the simplex at small n "
@@ -119,6 +121,24 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
                        [[name, ", ".join(d for d in DTYPE_ORDER if d in dtypes) or ", ".join(dtypes), reason]
                         for (name, reason), dtypes in sorted(grouped.items())]))
     return blocks
+
+
+def _campaign_blocks(document: dict[str, Any]) -> list[Block]:
+    """The campaign section (``specproof campaign``): the file, and each cell with its status."""
+    campaign = document.get("campaign")
+    if not campaign:
+        return []
+    counts = campaign["counts"]
+    text = (f"Campaign `{campaign['name']}` from {campaign['file']} (sha256 {campaign['file_hash'][:12]}): "
+            f"{len(campaign['cells'])} cells, {counts['ran']} measured in this run, {counts['cached']} taken from "
+            f"{campaign['cell_dir']} (measured by an earlier run with the same definition, budget and source "
+            f"hash), {counts['unavailable']} unavailable here, {counts['incomplete']} incomplete.")
+    statuses = ["pass" if c["status"] in ("ran", "cached") else "weak" for c in campaign["cells"]]
+    rows = [[c["cell"], c["status"] + (f" ({c['reason']})" if c.get("reason") else ""), str(len(c["rows"])),
+             (c["source_hash"] or "-")[:12], "-" if c["seconds"] is None else f"{c['seconds']:.1f}"]
+            for c in campaign["cells"]]
+    return [("h2", f"Campaign: {campaign['name']}"), ("p", text),
+            ("table", ["cell", "status", "rows", "source hash", "seconds"], rows, statuses, 1)]
 
 
 _HALF_TEXT = (
@@ -292,7 +312,8 @@ def terminal_summary(document: dict[str, Any], out_dir: str | None = None) -> st
     extras = sorted({s["reason"] for s in document["skipped"] if "not installed" in s["reason"]})
     lines += [f"  skipped      {reason}" for reason in extras]
     if summary["incomplete"]:
-        lines.append(f"INCOMPLETE ({len(summary['incomplete'])} task(s) lost for good, no rows; rerun them):")
+        lines.append(f"INCOMPLETE ({len(summary['incomplete'])} not measured: lost for good on Ray or unavailable here; "
+                     f"rerun them):")
         lines += [f"  {label}: {i['reason']}" for label, i in zip(summary["incomplete"][:12], document["incomplete"])]
     if summary["unexpected"]:
         lines.append(f"NOT AS EXPECTED ({len(summary['unexpected'])}):")

@@ -48,7 +48,7 @@ from specproof.harness.report.plan import TaskOutcome, TaskSpec, grid_scenarios,
 from specproof.harness.report.pipelines import pipeline_tasks, run_pipeline_task
 
 __all__ = ["ReportConfig", "ReportEngine", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
-           "OUTPUT_FILES", "ProgressBar", "RENDER_DEPENDENCIES", "INSTALL_REPORT_EXTRA"]
+           "OUTPUT_FILES", "ProgressBar", "execute_tasks", "plan", "RENDER_DEPENDENCIES", "INSTALL_REPORT_EXTRA"]
 
 RENDER_DEPENDENCIES = ("matplotlib",)  # what rendering imports beyond the core install (the [report] extra)
 INSTALL_REPORT_EXTRA = "pip install -e '.[report]' in a clone, or pip install 'specproof[report]'"
@@ -237,7 +237,8 @@ class ProgressBar:
         self.done, self.count, self.start, self.step = 0.0, 0, time.perf_counter(), -1
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
-    def update(self, spec: TaskSpec) -> None:
+    def update(self, spec: TaskSpec, outcome: TaskOutcome | None = None) -> None:
+        """``spec`` is done (with ``outcome``: what a campaign caches; the bar itself ignores it)."""
         self.done += spec.cost
         self.count += 1
         if not self.enabled:
@@ -342,8 +343,9 @@ def _registry_names(records: list[Any]) -> set[str]:
     return names
 
 
-def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
-             progress: ProgressBar, engine: "ReportEngine") -> list[TaskOutcome]:
+def execute_tasks(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
+                  progress: ProgressBar, engine: "ReportEngine") -> list[TaskOutcome]:
+    """Run ``tasks`` on ``engine``; their outcomes in completion order (``progress.update`` after each)."""
     by_name = {r.name: r for r in records}
     ordered = sorted(tasks, key=lambda t: -t.cost)  # longest first: balanced workers
     registry = _registry_names(records)
@@ -364,7 +366,7 @@ def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
             pending = {pool.submit(_worker_run, spec): spec for spec in ordered}
             for done in futures.as_completed(pending):
                 outcomes.append(done.result())
-                progress.update(pending[done])
+                progress.update(pending[done], outcomes[-1])
         except BaseException:  # SIGTERM (raised by the CLI's handler), Ctrl-C, a failing task
             _stop_workers(pool)
             raise
@@ -381,7 +383,7 @@ def _execute(config: ReportConfig, tasks: list[TaskSpec], records: list[Any],
         for spec in ordered:
             outcomes.append(run_one(spec, None if spec.kind in ("proof", "pipeline") else by_name[spec.name],
                                     context))
-            progress.update(spec)
+            progress.update(spec, outcomes[-1])
         return outcomes
     finally:
         torch.set_num_threads(threads)
@@ -415,7 +417,7 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
     tasks, skipped = tasks + more_tasks, skipped + more_skipped
     bar = ProgressBar(sum(t.cost for t in tasks), len(tasks), progress, stream)
     try:
-        outcomes = _execute(config, tasks, chosen, bar, engine)
+        outcomes = execute_tasks(config, tasks, chosen, bar, engine)
     finally:
         bar.close()
     rows: dict[str, Any] = {}
