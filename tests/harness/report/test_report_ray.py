@@ -59,8 +59,8 @@ def test_a_lost_task_makes_the_cli_exit_4_and_is_listed(monkeypatch, tmp_path, c
 
     real = cli_report.run_report
 
-    def with_a_lost_task(config, **kwargs):
-        document = real(config, **kwargs)
+    def with_a_lost_task(config, **kwargs):  # a small real report, then one task lost
+        document = real(small_config(), records=[impls.get("whitebox-ratio")], progress=False)
         lost = lost_task(TaskSpec("statistical", "canonical-ratio-race", "float32", "default suite"), "node died")
         document["incomplete"] = lost.incomplete
         document["summary"]["incomplete"] = ["statistical canonical-ratio-race float32 default suite"]
