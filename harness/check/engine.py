@@ -330,10 +330,15 @@ class _Progress:
 def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | None = None,
                 level: str = "default", max_detectable_tv: float = 0.02, time_budget: float | None = None,
                 fail_fast: bool = False, progress: bool | Callable[[str], None] | None = None,
-                clock: Callable[[], float] = time.perf_counter) -> EngineRun:
+                clock: Callable[[], float] = time.perf_counter,
+                interlude: tuple[int, Callable[[], bool]] | None = None) -> EngineRun:
     """Test every stream (module docstring).  ``rows``: a fixed quota per stream; else the ``level``'s
     quota for ``max_detectable_tv``; ``time_budget``: seconds, quotas then set from the screening
-    pass's throughput so that the run ends within it (the quotas equalise the streams' detectable TV)."""
+    pass's throughput so that the run ends within it (the quotas equalise the streams' detectable TV).
+    ``interlude``: ``(rows, run)``: ``run()`` is called once, when the streams have drawn ``rows`` rows
+    (or earlier, when they are all done), unless a finding stopped the run first with ``fail_fast``;
+    it returns whether it found something (the fail-fast check's RNG edge injection: a certain finding
+    from rows of its own, so it spends no share of ``alpha`` and leaves the streams' evidence alone)."""
     if not streams:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
     if not 0 < alpha < 1:
@@ -352,6 +357,17 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     first_flag: int | None = None
     reason = "complete"
     drawn = 0
+    pending = interlude
+
+    def interlude_found(force: bool) -> bool:
+        nonlocal pending, first_flag
+        if pending is None or (drawn < pending[0] and not force):
+            return False
+        run, pending = pending[1], None
+        found = bool(run())
+        if found and first_flag is None:
+            first_flag = drawn
+        return found
 
     def step(ledger: _Ledger, n: int) -> bool:
         nonlocal drawn, first_flag
@@ -388,6 +404,9 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                         ledger.done = bool(ledger.findings)
                     _replan_for_budget([l for l in ledgers if not l.done], remaining, clock() - start, drawn)
                     open_ = [l for l in ledgers if not l.done]
+            if interlude_found(force=not open_) and fail_fast:
+                reason = "fail-fast"
+                break
             if not open_:
                 break
             if time_budget is not None and clock() - start >= time_budget:
@@ -396,6 +415,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
             ledger, n = _next_batch(open_)
             if step(ledger, n) and fail_fast:
                 reason = "fail-fast"
+        if reason == "time-budget" and interlude_found(force=True) and fail_fast:
+            reason = "fail-fast"
     finally:
         bar.close()
     reports = [l.report(stopped=bool(l.findings) and l.rows < l.quota) for l in ledgers]

@@ -28,6 +28,13 @@ PASS only when that is at most ``max_detectable_tv`` everywhere, else UNDERPOWER
 finding).  The verifier gets its own copies of the inputs: the harness never reads back what it was
 handed.
 
+Fail-fast order.  Without ``fail_fast`` the injection runs before the streams.  With it, the streams
+run first until they have drawn as many rows as the injection would (its passes x rows per pass),
+then the injection, then the rest of the streams (the engine's ``interlude``): a bug the statistics
+see sooner is flagged without paying for the injection, and a rare-draw bug the statistics cannot
+see is flagged after at most twice the injection's rows (the doubling argument).  The injection draws
+rows of its own and its findings are certain, so the order changes no false-alarm bound.
+
 Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
@@ -94,7 +101,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     callable receiving one line per batch.
     ``fail_fast``: stop the whole run at the first finding (``CheckResult.rows`` then counts the rows
     it took to flag the verifier; ``rows_at_first_flag`` is recorded either way).
-    ``inject``: run the RNG edge injection first (CPU only; reported as not run elsewhere).
+    ``inject``: run the RNG edge injection (CPU only; reported as not run elsewhere): first, or with
+    ``fail_fast`` after the streams' first rows (module docstring).
     ``engine``: ``None`` (rows drawn here) or an entered :class:`.ray_engine.RayEngine` (rows drawn by
     Ray tasks; a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
     dtype = dtype_name(dtype)
@@ -130,18 +138,28 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                              batch_size, seed, call)
                for index, scenario in enumerate(suite)]
     reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
-    injection, injection_note, inconclusive = None, None, None
+    injection, injection_note, inconclusive, interlude = None, None, None, None
     if inject and torch_device.type == "cpu":
         # rows per injection pass: INJECTION_ROWS, fewer for a slow verifier (timed on the reproducibility
         # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
         per_row = call.seconds / max(call.rows, 1)
         share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
         rows = int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (INJECTION_PASSES * max(per_row, 1e-9)))))
-        injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout, rows=rows,
-                                 fail_fast=fail_fast)
+
+        def run_injection() -> bool:
+            nonlocal injection
+            injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout,
+                                     rows=rows, fail_fast=fail_fast)
+            return bool(injection.findings)
+
+        if fail_fast:  # the streams first, up to the injection's own cost (module docstring: Fail-fast order)
+            interlude = (rows * INJECTION_PASSES, run_injection)
+        else:
+            run_injection()
     elif inject:
         injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
     extra = list(reproducibility) + (_injection_findings(injection) if injection is not None else [])
+    before_streams = bool(extra)  # findings known before a stream row was drawn
     if extra and fail_fast:
         run = EngineRun([s.empty_report() for s in streams], 0, 0.0, "fail-fast", 0)
     else:
@@ -151,12 +169,17 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                               max_detectable_tv=max_detectable_tv, fail_fast=fail_fast,
                               # the budget covers the whole check: what injection and reproducibility took is spent
                               time_budget=None if time_budget is None else max(1e-3, time_budget - (time.perf_counter() - start)),
-                              progress=progress)
+                              progress=progress, interlude=interlude)
         except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
             run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
         finally:
             if engine is not None:
                 engine.release()  # pieces submitted ahead and never read
+    if interlude is not None:
+        if injection is not None:
+            extra += _injection_findings(injection)
+        else:
+            injection_note = "RNG edge injection not run: the statistics flagged the verifier first (fail-fast)"
     total = time.perf_counter() - start
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
     if inconclusive is not None and not extra:
@@ -166,7 +189,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                        scenarios=run.reports, verifier_seconds=call.seconds,
                        harness_seconds=total - call.seconds, max_detectable_tv=float(max_detectable_tv),
                        reproducibility=list(reproducibility), level=level if per_scenario is None else "samples",
-                       stop_reason=run.stop_reason, rows_at_first_flag=0 if extra else run.rows_at_first_flag,
+                       stop_reason=run.stop_reason, rows_at_first_flag=0 if before_streams else run.rows_at_first_flag,
                        injection=None if injection is None else injection.as_json(),
                        injection_summary=injection.summary() if injection is not None else injection_note,
                        injection_findings=_injection_findings(injection) if injection is not None else [],

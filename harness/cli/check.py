@@ -118,7 +118,9 @@ def add_parser(subparsers: Any) -> None:
     depth.add_argument("--time-budget", type=float, metavar="SECONDS",
                        help="spend this many seconds; the verdict states the TV they could see")
     depth.add_argument("--samples", type=int, help="fixed verifier rows per scenario")
-    parser.add_argument("--fail-fast", action="store_true", help="stop at the first finding")
+    parser.add_argument("--fail-fast", action="store_true",
+                        help="stop at the first finding (the statistics then run before the RNG edge injection, "
+                             "up to its row count)")
     parser.add_argument("--no-inject", action="store_true", help="skip the RNG edge injection")
     options.add_seed(parser)
     parser.add_argument("--rule", choices=[r.name for r in step_rules()],

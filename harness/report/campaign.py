@@ -30,9 +30,9 @@ The file (read with :mod:`tomllib`; every key is checked, an unknown one is a us
 
 A **cell** is one implementation in one dtype on one device, one pipeline under one sampling setting on
 one device, or one proof; its tasks are those ``specproof report`` plans for it.  A cell's key is the
-sha256 of its definition, the budget, the seed, the specproof version and the **source hash** of what it
-measures (the implementation's ``source_hash``, the pipeline's definition hash, the proofs package's
-sources).  When every task of a cell has finished its rows are written to ``OUT.cells/KEY.json``
+sha256 of its definition, the budget, the seed, the specproof and torch versions, the device's model
+(as the driver sees it) and the **source hash** of what it measures (the implementation's
+``source_hash``, the pipeline's definition hash, the proofs package's sources).  When every task of a cell has finished its rows are written to ``OUT.cells/KEY.json``
 (atomically, next to the report folder, which is published as a whole); a rerun loads the cells whose
 key is there instead of running them, so an interrupted campaign resumes and an edited implementation
 is measured again.  A cell whose device is not available (no CUDA here, or none in the Ray cluster) is
@@ -99,8 +99,20 @@ class Cell:
 
     @property
     def key(self) -> str:
-        text = json.dumps([self.label, self.source_hash, self.budget, _specproof_version()], sort_keys=True)
+        text = json.dumps([self.label, self.source_hash, self.budget, _specproof_version(), _machine(self.device)],
+                          sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _machine(device: str) -> list[str]:
+    """What the measurement ran on, as this process sees it: the device's model and torch's version
+    (a cell measured on another machine or torch is measured again)."""
+    import torch
+
+    from specproof.harness.files.provenance import device_name
+
+    name = device_name(device) if device == "cpu" or torch.cuda.is_available() else device
+    return [device, name, torch.__version__]
 
 
 def _specproof_version() -> str:
@@ -165,7 +177,7 @@ def load_campaign(path: str | Path, engine: ReportEngine | None = None) -> Campa
     name = head.get("name")
     if not isinstance(name, str) or not name.strip():
         raise _bad(path, "campaign.name", f"{name!r} is not a name", 'write name = "nightly"')
-    out = path.parent / head.get("out", f"{name}-report")
+    out = Path(os.path.normpath(path.parent / str(head.get("out", f"{name}-report"))))
     budget = _checked(path, "budget", data.get("budget", {}), _SECTIONS["budget"])
     overrides: dict[str, Any] = {"seed": head.get("seed", 0), "proofs": False}
     if "jobs" in head:

@@ -34,10 +34,30 @@ from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import HASH_NAMES
 from specproof.harness.files.json_numbers import number_word
 
-__all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON"]
+__all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON", "without_timing",
+           "rows_differing_beyond_timing", "TIMING_FIELDS"]
 
 MARKS = {"!": "new failure", "*": "fixed", "+": "worse", "-": "better", "x": "not comparable", " ": "unchanged"}
 FAIL_ON = {"worse": ("!", "+"), "new-failure": ("!",)}
+TIMING_FIELDS = ("seconds", "wall")  # and every ``*_seconds``: what two runs of the same plan may differ in
+
+
+def without_timing(value: Any) -> Any:
+    """``value`` (a row, the rows, a list) without its timing fields (:data:`TIMING_FIELDS`)."""
+    if isinstance(value, dict):
+        return {k: without_timing(v) for k, v in value.items()
+                if k not in TIMING_FIELDS and not k.endswith("_seconds")}
+    if isinstance(value, list):
+        return [without_timing(v) for v in value]
+    return value
+
+
+def rows_differing_beyond_timing(base: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Row keys in one document only, or whose rows differ once timing is removed (the engines'
+    identity: ``specproof report`` on the local engine and on Ray)."""
+    keys = sorted(set(base["rows"]) | set(current["rows"]))
+    return [k for k in keys if k not in base["rows"] or k not in current["rows"]
+            or without_timing(base["rows"][k]) != without_timing(current["rows"][k])]
 
 
 @dataclass(frozen=True)

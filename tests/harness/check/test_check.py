@@ -279,3 +279,19 @@ def test_default_run_flags_after_the_same_rows_as_fail_fast():
     assert fast.flagged and full.flagged
     assert fast.stop_reason == "fail-fast" and full.stop_reason == "complete"
     assert full.rows_at_first_flag == fast.rows_at_first_flag == fast.rows
+
+
+def test_fail_fast_runs_the_statistics_before_the_injection():
+    """With fail_fast the streams go first, up to the injection's own rows: a bug they see is flagged
+    without the injection (and says so); a u == 0 bug they cannot see is flagged by the injection
+    after those rows (harness/check/runner.py, Fail-fast order)."""
+    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS
+    from specproof.impls import get
+
+    seen = check_verifier(get("resample-from-target").fn, fail_fast=True, progress=False)
+    assert seen.verdict == Verdict.FAIL and seen.injection is None
+    assert "statistics flagged the verifier first" in seen.injection_summary
+    assert 0 < seen.rows_at_first_flag == seen.rows < INJECTION_ROWS * INJECTION_PASSES
+    rare = check_verifier(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
+    assert rare.verdict == Verdict.FAIL and rare.injection_findings and math.isinf(rare.findings[0].statistic)
+    assert rare.rows_at_first_flag == rare.rows >= INJECTION_ROWS * INJECTION_PASSES

@@ -151,3 +151,36 @@ def test_bad_engine_arguments_name_the_argument(kwargs, argument):
     with pytest.raises(SpecproofInputError) as info:
         run_streams([CategoricalStream("s", LAW, LAW, 0.0, rng)], progress=False, **kwargs)
     assert info.value.argument == argument
+
+
+def _interlude_run(actual, *, found, fail_fast, after, rows=2000, seed=3):
+    calls = []
+
+    def interlude():
+        calls.append(sum(s.rows for s in streams))
+        return found
+
+    rng = np.random.default_rng(seed)
+    streams = [CategoricalStream(f"s{i}", LAW, actual, 0.0, rng) for i in range(3)]
+    run = run_streams(streams, alpha=1e-6, rows=rows, fail_fast=fail_fast, progress=False,
+                      interlude=(after, interlude))
+    return run, calls
+
+
+def test_the_interlude_runs_once_at_its_row_count_and_a_finding_stops_a_fail_fast_run():
+    run, calls = _interlude_run(LAW, found=True, fail_fast=True, after=500)
+    assert len(calls) == 1 and 500 <= calls[0] < 500 + 3000  # at the first read past 500 rows
+    assert run.stop_reason == "fail-fast" and run.rows_at_first_flag == calls[0] == run.rows
+    run, calls = _interlude_run(LAW, found=False, fail_fast=True, after=500)
+    assert len(calls) == 1 and run.stop_reason == "complete" and run.rows == 3 * 2000
+
+
+def test_the_interlude_runs_when_the_streams_finish_before_its_row_count():
+    run, calls = _interlude_run(LAW, found=False, fail_fast=True, after=10**9, rows=200)
+    assert calls == [600] and run.rows == 600
+
+
+def test_a_stream_finding_first_means_no_interlude_under_fail_fast():
+    shifted = LAW + np.array([0.08, 0.0, 0.0, -0.08])
+    run, calls = _interlude_run(shifted, found=True, fail_fast=True, after=10**9)
+    assert calls == [] and run.stop_reason == "fail-fast" and any(r.findings for r in run.reports)

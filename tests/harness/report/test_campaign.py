@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from report_rows import without_timing
+from specproof.harness.report.compare import without_timing
 
 import specproof.impls as impls
 from specproof.proofs.errors import SpecproofInputError

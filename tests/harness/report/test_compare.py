@@ -204,3 +204,15 @@ def test_real_runs_same_code_no_regression_degraded_regression(tmp_path, capsys)
     data = json.loads((tmp_path / "c.json").read_text())
     assert "+" in {r["mark"] for r in data["rows"]}
     assert main(["compare", mild, severe, "--fail-on", "new-failure"]) == 0
+
+
+def test_rows_differing_beyond_timing_ignores_timing_only():
+    from specproof.harness.report.compare import rows_differing_beyond_timing, without_timing
+
+    row = {"key": "k", "seconds": 1.0, "detail": {"verifier_seconds": 2.0, "rows": 10, "runs": [{"wall": 3}]}}
+    assert without_timing(row) == {"key": "k", "detail": {"rows": 10, "runs": [{}]}}
+    slower = {"key": "k", "seconds": 9.0, "detail": {"verifier_seconds": 7.0, "rows": 10, "runs": [{"wall": 1}]}}
+    other = {"key": "k", "seconds": 1.0, "detail": {"verifier_seconds": 2.0, "rows": 11, "runs": [{"wall": 3}]}}
+    assert rows_differing_beyond_timing({"rows": {"k": row}}, {"rows": {"k": slower}}) == []
+    assert rows_differing_beyond_timing({"rows": {"k": row}}, {"rows": {"k": other}}) == ["k"]
+    assert rows_differing_beyond_timing({"rows": {"k": row}}, {"rows": {"k": row, "j": row}}) == ["j"]

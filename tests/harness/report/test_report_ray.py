@@ -11,7 +11,7 @@ import os
 import sys
 
 import pytest
-from report_rows import without_timing
+from specproof.harness.report.compare import without_timing
 
 import specproof.impls as impls
 from specproof.harness.cli import main
@@ -143,3 +143,23 @@ class TestOnRay:
                      "--dtypes", "float32", "--samples", "200", "--engine", "ray", "--quiet", "--out", str(out)])
         assert code == 0, capsys.readouterr()
         assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.md", "results.json"]
+
+
+def test_an_interrupt_on_the_ray_engine_keeps_the_previous_report(monkeypatch, tmp_path, capsys):
+    """Ctrl-C while the Ray tasks run (the executor raises it, as ray.wait does): exit 130, the previous
+    report untouched (the cancellation on the cluster: TestOnRay.test_an_interrupt_cancels_...)."""
+    import specproof.harness.report.ray_run as ray_run
+    from specproof.harness.check import ray_engine
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ray_engine, "require_ray", lambda: None)  # no Ray needed to reach the executor
+    monkeypatch.setattr(ray_run, "execute_on_ray", interrupted)
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.md").write_text("previous\n")
+    code = main(["report", "--quick", "--no-proofs", "--impl", "whitebox-ratio", "--dtypes", "float32",
+                 "--engine", "ray", "--quiet", "--out", str(out)])
+    assert code == 130 and "nothing was written" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["report.md"] and (out / "report.md").read_text() == "previous\n"
