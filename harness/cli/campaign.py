@@ -3,7 +3,15 @@
     specproof campaign FILE.toml [--out DIR] [--engine local|ray] [--address ADDR] [--workers N] [--quiet]
 
 FILE.toml names implementations, dtypes, devices, pipelines with sampling settings, proofs, budgets and
-the output folder (the format: ``specproof.harness.report.campaign``).  Each cell (one implementation
+the output folder (an example: docs/campaign.example.toml; every key: ``specproof.harness.report.campaign``):
+
+    [campaign]  name = "nightly"   out = "nightly-report"   seed = 0   engine = "local"
+    [budget]    samples = 16000   pipeline_rows = 4000   whitebox_vocabs = [256, 4096]   grid_scenarios = 5
+    [[matrix]]  implementations = ["canonical-ratio-race"]   dtypes = ["float32", "bfloat16"]   devices = ["cpu", "cuda"]
+    [[matrix]]  pipelines = ["canonical"]   sampling = [{temperature = 0.7, top_k = 3}]
+    [proofs]    rules = "all"
+
+Each cell (one implementation
 in one dtype on one device, one pipeline under one sampling setting, one proof) is cached in
 ``DIR.cells/`` when it completes, keyed by what it measures and its source hash: a rerun skips the
 cells already measured, and measures again a cell whose implementation changed.  The report
