@@ -35,7 +35,9 @@ def _provenance_lines(document: dict[str, Any]) -> list[str]:
         "versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v),
         f"dtypes {', '.join(config['dtypes'])}; seed {config['seed']}; statistical budget {config['samples']:,} rows "
         f"per scenario; white-box vocabularies {', '.join(f'{v:,}' for v in config['whitebox_vocabs'])}; "
-        f"{config['jobs']} worker process(es), one torch thread each",
+        + (f"Ray tasks on {prov['address']}" if prov.get("engine") == "ray" and prov.get("address") else
+         f"Ray tasks on a local Ray of {prov.get('workers')} CPUs" if prov.get("engine") == "ray" else
+         f"{config['jobs']} worker process(es)") + ", one torch thread each",
         f"wall time {document['timing'].get('wall', 0):.0f} s (schema {document['schema']})",
     ]
 
