@@ -175,3 +175,16 @@ def test_a_campaign_on_ray_has_the_local_rows(tmp_path):
     remote = run_campaign(load_campaign(path, ReportEngine("ray", None, 2)), progress=False)
     assert remote["campaign"]["counts"]["ran"] == 5 and remote["provenance"]["engine"] == "ray"
     assert without_timing(remote["rows"]) == without_timing(local["rows"])
+
+
+def test_the_committed_example_report_parses_and_lists_its_cells():
+    from specproof.harness.report.render import render_report
+    from specproof.harness.report.schema import load_results
+
+    document = load_results(Path(__file__).resolve().parents[3] / "reports" / "campaign-example")
+    cells = document["campaign"]["cells"]
+    assert len(cells) == len(load_campaign(EXAMPLE).cells) and {c["status"] for c in cells} <= {"ran", "cached",
+                                                                                                  "unavailable"}
+    assert all(c["rows"] for c in cells if c["status"] == "ran")
+    markdown, html = render_report(document)
+    assert "## Campaign: example" in markdown and "Campaign: example" in html
