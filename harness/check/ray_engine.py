@@ -12,6 +12,9 @@ of the scheduling, or of the order in which pieces finish; the counts are intege
 :func:`~.engine.run_streams` is unchanged: its theorem (any allocation, any stopping, Ville) applies to
 the merged counts as to local ones, because each stream's rows are still read in order from one
 i.i.d. sequence.  The rows differ from the local engine's (another draft seeding), not their law.
+While the driver folds a batch, the pieces of the stream's next draw of the same size are already
+submitted (enough to keep every worker busy); one is used only when the engine asks for exactly that
+``(start, rows)``, so what is read never depends on what was guessed, and unread ones are cancelled.
 
 Faults.  A task whose worker dies is retried (``max_retries``, Ray's own option).  A piece that still
 fails (retries spent, node lost, an unexpected exception) raises :class:`ShardFailure`; the check's

@@ -138,7 +138,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                              batch_size, seed, call)
                for index, scenario in enumerate(suite)]
     reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
-    injection, injection_note, inconclusive, interlude = None, None, None, None
+    injection, injection_note, inconclusive, interlude, share = None, None, None, None, 0.0
     if inject and torch_device.type == "cpu":
         # rows per injection pass: INJECTION_ROWS, fewer for a slow verifier (timed on the reproducibility
         # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
@@ -168,7 +168,9 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
             run = run_streams(drawn, alpha=alpha, rows=per_scenario, level=level,
                               max_detectable_tv=max_detectable_tv, fail_fast=fail_fast,
                               # the budget covers the whole check: what injection and reproducibility took is spent
-                              time_budget=None if time_budget is None else max(1e-3, time_budget - (time.perf_counter() - start)),
+                              # (and the injection's share is kept for it when it runs after the streams' first rows)
+                              time_budget=None if time_budget is None else max(
+                                  1e-3, time_budget - (time.perf_counter() - start) - (share if interlude else 0.0)),
                               progress=progress, interlude=interlude)
         except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
             run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
