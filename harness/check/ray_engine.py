@@ -348,9 +348,12 @@ class RayEngine:
                     raise _input_error(payload)
                 batches.append(payload)
                 seconds += spent
-        except BaseException:
+        except BaseException as err:
+            # Ctrl-C: end the running pieces now (force kills their workers); any other failure ends the
+            # check: queued pieces are dropped and running ones left to finish, unread
+            force = isinstance(err, KeyboardInterrupt)
             for ref in list(refs) + list(self.outstanding):
-                ray.cancel(ref, force=True)
+                ray.cancel(ref, force=force)
             self.outstanding.clear()
             raise
         finally:

@@ -161,6 +161,30 @@ def _checked(path: Path, where: str, table: Any, allowed: set[str]) -> dict[str,
     return table
 
 
+_CONFIG_FIELD = {"grid_scenarios": "grid_scenario_limit"}  # a budget key -> its ReportConfig field
+_KIND = {"proof_drift": "bool", "whitebox_vocabs": "ints", "closeness": "numbers"}  # the rest: non-negative ints
+
+
+def _typed(path: Path, where: str, value: Any) -> Any:
+    """``value`` checked for its key's kind (a usage error naming ``file: table.key`` otherwise)."""
+    kind = _KIND.get(where.split(".", 1)[1], "int")
+    if kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    else:
+        element = int if kind == "ints" else (int, float)
+        ok = (isinstance(value, list) and bool(value)
+              and all(isinstance(v, element) and not isinstance(v, bool) for v in value))
+    if ok and where == "campaign.seed" and value >= 2 ** 63:
+        ok = False
+    if not ok:
+        wanted = {"bool": "true or false", "int": "a non-negative integer", "ints": "a list of integers",
+                  "numbers": "a list of numbers"}[kind]
+        raise _bad(path, where, f"{value!r} is not {wanted}", f"write {wanted}")
+    return tuple(value) if isinstance(value, list) else value
+
+
 def load_campaign(path: str | Path, engine: ReportEngine | None = None) -> Campaign:
     """Read and check ``path`` and plan its cells (a usage error names the file, table and key).
     ``engine``: the CLI's engine, overriding the file's."""
@@ -177,32 +201,29 @@ def load_campaign(path: str | Path, engine: ReportEngine | None = None) -> Campa
     name = head.get("name")
     if not isinstance(name, str) or not name.strip():
         raise _bad(path, "campaign.name", f"{name!r} is not a name", 'write name = "nightly"')
-    out = Path(os.path.normpath(path.parent / str(head.get("out", f"{name}-report"))))
+    out_name = head.get("out", f"{name}-report")
+    if not isinstance(out_name, str) or not out_name:
+        raise _bad(path, "campaign.out", f"{out_name!r} is not a folder", 'write out = "nightly-report"')
+    out = Path(os.path.normpath(path.parent / out_name))
     budget = _checked(path, "budget", data.get("budget", {}), _SECTIONS["budget"])
-    overrides: dict[str, Any] = {"seed": head.get("seed", 0), "proofs": False}
-    if "jobs" in head:
-        overrides["jobs"] = head["jobs"]
-    for key in ("samples", "pipeline_rows", "sweep_vocab", "large_vocab", "rlimit", "proof_drift"):
-        if key in budget:
-            overrides[key] = budget[key]
-    for key in ("whitebox_vocabs", "closeness"):
-        if key in budget:
-            overrides[key] = tuple(budget[key]) if isinstance(budget[key], list) else budget[key]
-    if "grid_scenarios" in budget:
-        overrides["grid_scenario_limit"] = budget["grid_scenarios"]
-    for key, value in overrides.items():
-        if isinstance(value, bool) != (key in ("proofs", "proof_drift")) and key not in ("whitebox_vocabs", "closeness"):
-            raise _bad(path, f"budget.{key}" if key in budget else f"campaign.{key}", f"{value!r} has the wrong type",
-                       "write an integer (proof_drift: true or false)")
+    overrides: dict[str, Any] = {"proofs": False}
+    given = [(f"campaign.{k}", k, head[k]) for k in ("seed", "jobs") if k in head]
+    given += [(f"budget.{k}", _CONFIG_FIELD.get(k, k), v) for k, v in budget.items()]
+    for where, field_name, value in given:
+        overrides[field_name] = _typed(path, where, value)
     try:
         config = ReportConfig.for_mode("default", **overrides)
         config = replace(config, mode="campaign").validated()
     except (TypeError, SpecproofInputError) as err:
         raise _bad(path, "budget", str(err), "fix the value named") from None
-    if engine is None or (engine.name == "local" and "engine" in head):
+    if engine is None:
         engine = ReportEngine(head.get("engine", "local"), head.get("address"), head.get("workers", 2))
-    if engine.name not in ("local", "ray"):
-        raise _bad(path, "campaign.engine", f"{engine.name!r} is not an engine", 'write "local" or "ray"')
+        if engine.name not in ("local", "ray"):
+            raise _bad(path, "campaign.engine", f"{engine.name!r} is not an engine", 'write "local" or "ray"')
+        if isinstance(engine.workers, bool) or not isinstance(engine.workers, int) or engine.workers < 1:
+            raise _bad(path, "campaign.workers", f"{engine.workers!r} is not a positive integer", "write e.g. 2")
+        if engine.address is not None and not isinstance(engine.address, str):
+            raise _bad(path, "campaign.address", f"{engine.address!r} is not an address", 'write "HOST:6379"')
     matrices = data.get("matrix", [])
     if not isinstance(matrices, list) or not (matrices or "proofs" in data):
         raise _bad(path, "matrix", "no [[matrix]] table and no [proofs] table", "add a [[matrix]] with implementations")

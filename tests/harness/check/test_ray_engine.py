@@ -163,10 +163,10 @@ class TestOnRay:
                 raise KeyboardInterrupt
 
             monkeypatch.setattr(ray, "get", interrupted)
-            monkeypatch.setattr(ray, "cancel", lambda ref, force=False: cancelled.append(ref))
+            monkeypatch.setattr(ray, "cancel", lambda ref, force=False: cancelled.append((ref, force)))
             with pytest.raises(KeyboardInterrupt):
                 engine.run_pieces(ray.put(None), [(0, 1024), (1024, 1024), (2048, 5)], "s")
-        assert len(cancelled) == 3
+        assert len(cancelled) == 3 and all(force for _, force in cancelled)  # Ctrl-C ends running pieces now
 
     def test_cli_engine_ray_joins_the_running_ray(self, capsys):
         from specproof.harness.cli import main
