@@ -14,7 +14,8 @@ the merged counts as to local ones, because each stream's rows are still read in
 i.i.d. sequence.  The rows differ from the local engine's (another draft seeding), not their law.
 While the driver folds a batch, the pieces of the stream's next draw of the same size are already
 submitted (enough to keep every worker busy); one is used only when the engine asks for exactly that
-``(start, rows)``, so what is read never depends on what was guessed, and unread ones are cancelled.
+``(start, rows)``, so what is read never depends on what was guessed; unread ones finish unread
+(:meth:`RayEngine.discard`).
 
 Faults.  A task whose worker dies is retried (``max_retries``, Ray's own option).  A piece that still
 fails (retries spent, node lost, an unexpected exception) raises :class:`ShardFailure`; the check's
@@ -305,23 +306,23 @@ class RayEngine:
         return refs
 
     def discard(self, refs: list[Any]) -> None:
-        """Cancel pieces submitted ahead that will not be read (queued ones never run)."""
-        for ref in refs:
-            self.outstanding.discard(ref)
-            self.ray.cancel(ref)
+        """Forget pieces submitted ahead that will not be read.  They are left to finish, not cancelled:
+        a cancel that races a task's completion aborts the driver in Ray (``Check failed: it !=
+        submissible_tasks_.end()``, ray-project/ray#54798; seen here with Ray 2.60), and a piece is at
+        most ``shard_rows`` rows of work."""
+        self.outstanding.difference_update(refs)
 
     def release(self) -> None:
-        """Cancel every piece still outstanding (the check is over: what was submitted ahead is unread)."""
-        if self.ray is not None and self.outstanding:
-            self.discard(list(self.outstanding))
+        """Forget every piece still outstanding (the check is over: what was submitted ahead is unread)."""
+        self.outstanding.clear()
 
     def run_pieces(self, spec_ref: Any, pieces: list[tuple[int, int]], name: str) -> tuple[list[RowBatch], float]:
         """Run the pieces as tasks (retried on a worker's death), in the order given."""
         return self.collect(self.submit(spec_ref, pieces), pieces, name)
 
     def collect(self, refs: list[Any], pieces: list[tuple[int, int]], name: str) -> tuple[list[RowBatch], float]:
-        """The pieces' batches and verifier seconds, read in order; on any failure every outstanding
-        piece is cancelled."""
+        """The pieces' batches and verifier seconds, read in order; on Ctrl-C every outstanding piece is
+        cancelled (force), on any other failure they are forgotten."""
         ray = self.ray
         self.outstanding.difference_update(refs)
         per_call = (self.timeout or 0.0) + 5.0
@@ -336,6 +337,8 @@ class RayEngine:
                 except ray.exceptions.GetTimeoutError:  # a verifier that ignored the worker's alarm
                     from specproof.harness.check.calls import VerifierError
 
+                    ray.cancel(ref, force=True)  # hung, not completing: its worker is ended (no race)
+
                     raise VerifierError("verify", f"did not return on a Ray worker within {calls} x {per_call:g} s "
                                         f"+ {SHARD_TIMEOUT_MARGIN:g} s (rows {a}..{a + n} of scenario '{name}')",
                                         "fix the hang or raise the time limit (--timeout)") from None
@@ -349,11 +352,11 @@ class RayEngine:
                 batches.append(payload)
                 seconds += spent
         except BaseException as err:
-            # Ctrl-C: end the running pieces now (force kills their workers); any other failure ends the
-            # check: queued pieces are dropped and running ones left to finish, unread
-            force = isinstance(err, KeyboardInterrupt)
-            for ref in list(refs) + list(self.outstanding):
-                ray.cancel(ref, force=force)
+            # Ctrl-C: end the pieces now (force kills their workers); any other failure ends the check and
+            # leaves the pieces to finish unread (a cancel can abort the driver: discard)
+            if isinstance(err, KeyboardInterrupt):
+                for ref in list(refs) + list(self.outstanding):
+                    ray.cancel(ref, force=True)
             self.outstanding.clear()
             raise
         finally:

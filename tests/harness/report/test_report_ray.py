@@ -117,11 +117,9 @@ class TestOnRay:
         import ray
 
         cancelled = []
-        real_cancel = ray.cancel
 
-        def cancel(ref, force=False):
-            cancelled.append(ref)
-            real_cancel(ref, force=force)
+        def cancel(ref, force=False):  # recorded, not sent: a real cancel racing a task's completion can
+            cancelled.append(force)    # abort the driver in Ray 2.60 (harness/check/ray_engine.py, discard)
 
         class Interrupting:
             def write(self, text):
@@ -134,7 +132,7 @@ class TestOnRay:
         with pytest.raises(KeyboardInterrupt):
             run_report(small_config(), records=[impls.get(n) for n in RECORDS], progress=True,
                        stream=Interrupting(), engine=RAY)
-        assert cancelled  # the tasks still pending when the first one finished
+        assert cancelled and all(cancelled)  # every task still pending when the first one finished, force
         assert ray.is_initialized()  # a joined Ray is left running for its owner
 
     def test_cli_report_on_ray_writes_the_report(self, tmp_path, capsys):
