@@ -223,8 +223,11 @@ class ShardedStream:
         self.offset += rows
         stale = [p for p in self.ahead if p[0] < self.offset]  # the guess was another size: never read
         engine.discard([self.ahead.pop(p) for p in stale])
-        if engine.prefetch:  # one draw of this size ahead; for full pieces, enough to keep every worker busy
-            depth = 1 if rows < engine.shard_rows else max(1, -(-engine.workers * engine.shard_rows // rows) - 1)
+        if engine.prefetch and rows >= engine.shard_rows:
+            # draws of whole pieces: enough of the same size ahead to keep every worker busy (their cuts fall on
+            # the grid, so a doubled next draw reuses them too); smaller draws (screening, the first
+            # doublings) change size every time, and a piece guessed for them would be computed for nothing
+            depth = max(1, -(-engine.workers * engine.shard_rows // rows) - 1)
             planned = [p for d in range(depth) for p in shard_plan(self.offset + d * rows, rows, engine.shard_rows)]
             ahead = [p for p in planned if p not in self.ahead]
             self.ahead.update(zip(ahead, engine.submit(self.spec_ref, ahead)))
