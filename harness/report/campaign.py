@@ -46,7 +46,9 @@ Layer: harness.report (4). May import harness.check, exact, files, impls and pro
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import time
@@ -104,15 +106,16 @@ class Cell:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _machine(device: str) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def _machine(device: str) -> tuple[str, str, str]:
     """What the measurement ran on, as this process sees it: the device's model and torch's version
-    (a cell measured on another machine or torch is measured again)."""
+    (a cell measured on another machine or torch is measured again); read once per device."""
     import torch
 
     from specproof.harness.files.provenance import device_name
 
     name = device_name(device) if device == "cpu" or torch.cuda.is_available() else device
-    return [device, name, torch.__version__]
+    return (device, name, torch.__version__)
 
 
 def _specproof_version() -> str:
@@ -302,7 +305,7 @@ def _sampling(path: Path, where: str, table: Any) -> Any:
 def _pipeline_cells(path: Path, where: str, name: str, samplings: list[Any], devices: list[str],
                     config: ReportConfig, budget: str) -> list[Cell]:
     from specproof.harness.check.pipeline_laws import PipelineLaw
-    from specproof.harness.report.pipelines import PIPELINE_DTYPE, pipeline_scenarios, suite_input, _COST
+    from specproof.harness.report.pipelines import PIPELINE_DTYPE, pipeline_scenarios, pipeline_task
     from specproof.harness.report.schema import definition_hash
     from specproof.impls.pipelines import get_pipeline
 
@@ -320,12 +323,14 @@ def _pipeline_cells(path: Path, where: str, name: str, samplings: list[Any], dev
                 except SpecproofInputError as err:
                     raise _bad(path, f"{where}.sampling", f"{sampling.describe()} on '{s.name}': {err.problem}",
                                err.fix) from None
-        role = "lossless" if record.lossless else "mutant"
-        params = (("rows", config.pipeline_rows), ("seed", config.seed), ("sampling", sampling))
-        task = TaskSpec("pipeline", name, PIPELINE_DTYPE, suite_input(record, sampling), params, cost=_COST[role])
-        for device in devices:
-            cells.append(Cell("pipeline", name, PIPELINE_DTYPE, device, sampling,
-                              definition_hash(record.name, record.load()), (task,), (), budget))
+        tasks, skipped = (pipeline_task(record, config, sampling),), ()
+        if record.needs_extra and importlib.util.find_spec(record.needs_extra) is None:  # as the report does
+            tasks, skipped = (), ({"kind": "pipeline", "implementation": name, "dtype": PIPELINE_DTYPE,
+                                   "reason": f"needs {record.needs_extra}, which is not installed here: pip install "
+                                             f"'specproof[{record.needs_extra}]' to measure it"},)
+        source = definition_hash(record.name, record.load()) if tasks else bytes_hash([record.target])
+        cells += [Cell("pipeline", name, PIPELINE_DTYPE, device, sampling, source, tasks, skipped, budget)
+                  for device in devices]
     return cells
 
 

@@ -35,7 +35,7 @@ from specproof.harness.report.plan import REPORT_MAX_DETECTABLE_TV, TaskOutcome,
 from specproof.harness.report.rows import Figure, Hashes, Row, rows_of
 from specproof.harness.report.schema import bytes_hash, definition_hash
 
-__all__ = ["pipeline_tasks", "run_pipeline_task", "pipeline_row", "pipeline_scenarios", "suite_input", "pipeline_table", "pipeline_summary",
+__all__ = ["pipeline_tasks", "pipeline_task", "run_pipeline_task", "pipeline_row", "pipeline_scenarios", "suite_input", "pipeline_table", "pipeline_summary",
            "pipeline_summary_line", "QUICK_PIPELINES", "TRANSFORMERS_ROWS", "PIPELINE_DTYPE", "PIPELINE_TEXT"]
 
 PIPELINE_DTYPE = "float32"
@@ -69,11 +69,17 @@ def pipeline_tasks(config: Any) -> tuple[list[TaskSpec], list[dict[str, Any]]]:
                             "reason": f"needs {record.needs_extra}, which is not installed here: pip install "
                                       f"'specproof[{record.needs_extra}]' to measure it"})
             continue
-        rows = config.pipeline_transformers_rows if record.models == "transformers" else config.pipeline_rows
-        role = "transformers" if record.models == "transformers" else "lossless" if record.lossless else "mutant"
-        tasks.append(TaskSpec("pipeline", record.name, PIPELINE_DTYPE, SUITE_INPUT[record.models],
-                              (("rows", rows), ("seed", config.seed)), cost=_COST[role]))
+        tasks.append(pipeline_task(record, config))
     return tasks, skipped
+
+
+def pipeline_task(record: Any, config: Any, sampling: Any = None) -> TaskSpec:
+    """The task of one pipeline row: its rows per scenario (transformers' own budget for its pipeline),
+    the seed, and a campaign's ``sampling`` setting when there is one (input ``SUITE <setting>``)."""
+    rows = config.pipeline_transformers_rows if record.models == "transformers" else config.pipeline_rows
+    role = "transformers" if record.models == "transformers" else "lossless" if record.lossless else "mutant"
+    params = (("rows", rows), ("seed", config.seed)) + ((("sampling", sampling),) if sampling is not None else ())
+    return TaskSpec("pipeline", record.name, PIPELINE_DTYPE, suite_input(record, sampling), params, cost=_COST[role])
 
 
 def pipeline_scenarios(record: Any, sampling: Any = None) -> list[Any]:

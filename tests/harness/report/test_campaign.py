@@ -174,7 +174,6 @@ def test_rows_on_another_device_carry_it_in_their_key():
 @pytest.mark.ray
 @pytest.mark.usefixtures("local_ray")
 def test_a_campaign_on_ray_has_the_local_rows(tmp_path):
-    pytest.importorskip("ray")
     path = write(tmp_path)
     local = run_campaign(load_campaign(path), progress=False)
     (tmp_path / "small-report.cells").rename(tmp_path / "local.cells")

@@ -18,14 +18,7 @@ from specproof.harness.cli import main
 from specproof.harness.report.run import ReportConfig, ReportEngine, run_report
 from specproof.harness.report.render import terminal_summary
 
-try:
-    import ray  # noqa: F401
-
-    HAVE_RAY = True
-except ImportError:
-    HAVE_RAY = False
-needs_ray = [pytest.mark.ray, pytest.mark.usefixtures("local_ray"),
-             pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install specproof[ray])")]
+needs_ray = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]  # without Ray: skipped, or failed in CI
 RAY = ReportEngine("ray", None, 2)
 RECORDS = ("whitebox-ratio", "canonical-ratio-uniforms", "canonical-ratio-race", "resample-from-target")
 
