@@ -40,52 +40,20 @@ import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.engine import RowBatch
+from specproof.harness.check.engine import MAX_BATCH, RowBatch
+from specproof.harness.check.ray_start import RayStart
 
-__all__ = ["RayEngine", "ShardSpec", "ShardedStream", "ShardFailure", "shard_plan", "merge_batches",
-           "require_ray", "start_ray", "RAY_INSTALL", "SHARD_ROWS"]
+__all__ = ["RayEngine", "ShardSpec", "ShardedStream", "ShardFailure", "shard_plan", "merge_batches", "SHARD_ROWS"]
 
-RAY_INSTALL = "pip install specproof[ray]"
-SHARD_ROWS = 4096  # the row grid of the pieces (a fixed size: the rows do not depend on --workers); measured:
-# 1,024-row pieces cost a quarter more wall than 4,096 (per-call overhead), docs/scaling.md
+SHARD_ROWS = MAX_BATCH  # the row grid of the pieces (fixed: the rows do not depend on --workers), the engine's
+# largest draw, so that a full draw is one task; measured (docs/scaling.md): 1,024-row pieces cost a quarter
+# more wall than 4,096, and 4,096 took 28.1 s where 8,192 took 26.4 s (5.2M rows; cost per task on 2 cores)
 MAX_RETRIES = 3  # Ray task retries after a worker's death
 SHARD_TIMEOUT_MARGIN = 120.0  # seconds beyond the per-call limits before a piece counts as hung
 
 
 class ShardFailure(RuntimeError):
     """A piece of a check failed for good: the check is inconclusive (never a pass)."""
-
-
-def require_ray() -> Any:
-    """The ``ray`` module, or exit 2 naming the install command."""
-    try:
-        import ray
-    except ImportError:
-        raise SpecproofInputError("--engine", "ray is selected but Ray is not installed",
-                                  f"run `{RAY_INSTALL}`, or use --engine local") from None
-    return ray
-
-
-def start_ray(address: str | None, workers: int, python_path: bool = False) -> tuple[Any, bool]:
-    """``(ray, started)``: join a Ray already initialised in this process, else start a local one with
-    ``num_cpus=workers`` (``python_path``: its workers get this process's ``sys.path`` as PYTHONPATH, so
-    they import what the driver imports) or join the cluster at ``address``; ``started`` says whether the
-    caller must ``ray.shutdown()`` it.  A Ray that cannot start or be joined is a usage error (exit 2)."""
-    ray = require_ray()
-    if ray.is_initialized():
-        return ray, False
-    try:
-        if address is None:
-            env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}}
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                     **({"runtime_env": env} if python_path else {}))
-        else:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
-    except Exception as err:  # a bad address, a cluster that does not answer
-        raise SpecproofInputError("--address", f"cannot start or join Ray ({type(err).__name__}: {err})",
-                                  "pass the address of a running cluster (ray start --head), or none "
-                                  "for a local Ray") from None
-    return ray, True
 
 
 def shard_plan(offset: int, rows: int, shard_rows: int = SHARD_ROWS) -> list[tuple[int, int]]:
@@ -247,7 +215,7 @@ class RayEngine:
 
     def __init__(self, *, address: str | None = None, workers: int = 2, verify: str | None = None,
                  adapter: str | None = None, shard_rows: int = SHARD_ROWS, max_retries: int = MAX_RETRIES,
-                 prefetch: bool = True):
+                 prefetch: bool = True, start: RayStart | None = None):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise SpecproofInputError("--workers", f"{workers!r} is not a positive integer", "pass e.g. --workers 2")
         if shard_rows < 1:
@@ -255,7 +223,6 @@ class RayEngine:
         self.address, self.workers, self.verify, self.adapter = address, workers, verify, adapter
         self.shard_rows, self.max_retries = shard_rows, max_retries
         self.ray: Any = None
-        self.started = False
         self.task: Any = None
         self.num_gpus = 0.0
         self.timeout: float | None = None  # the check's per-call limit (set by shard)
@@ -263,23 +230,33 @@ class RayEngine:
         self.waited = 0.0  # seconds the driver spent blocked on tasks (the rest of a run is the driver's)
         self.prefetch = prefetch
         self.outstanding: set[Any] = set()  # refs submitted ahead and not yet read
+        self._start: RayStart | None = start  # begun by the caller (before its torch import), or by __enter__
 
     def __enter__(self) -> "RayEngine":
-        self.ray, self.started = start_ray(self.address, self.workers)
-        self.task = self.ray.remote(run_piece)
+        """Join a cluster now, or start a local Ray in the background (:class:`.ray_start.RayStart`:
+        its start overlaps the driver's work before the first row); :meth:`shard` waits for it."""
+        if self._start is None:
+            self._start = RayStart(self.address, self.workers).begin()
         return self
+
+    def _ready(self) -> None:
+        if self.task is None:
+            if self._start is None:
+                raise RuntimeError("RayEngine used outside its context (use `with RayEngine(...) as engine`)")
+            self.ray = self._start.ready()
+            self.task = self.ray.remote(run_piece)
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
-        if self.started:
-            self.ray.shutdown()
-            self.started = False
+        if self._start is not None:
+            self._start.stop()  # waits for a start still under way: no Ray is left behind
+            self._start = None
+        self.task = None
 
     def shard(self, streams: Sequence[Any], verify: Callable[..., Any], rule: Any, timeout: float | None,
               batch_size: int) -> list[ShardedStream]:
         """One :class:`ShardedStream` per stream of ``check_verifier`` (its specs put in Ray's store once)."""
-        if self.task is None:
-            raise RuntimeError("RayEngine.shard outside its context (use `with RayEngine(...) as engine`)")
+        self._ready()
         device = str(streams[0].real.device)
         if device.startswith("cuda"):
             gpus = float(self.ray.cluster_resources().get("GPU", 0.0))
@@ -300,6 +277,7 @@ class RayEngine:
 
     def submit(self, spec_ref: Any, pieces: list[tuple[int, int]]) -> list[Any]:
         """One task per piece (retried on a worker's death); their refs, in order."""
+        self._ready()
         options: dict[str, Any] = {"max_retries": self.max_retries, "retry_exceptions": False, "num_cpus": 1}
         if self.num_gpus:
             options["num_gpus"] = self.num_gpus

@@ -179,25 +179,27 @@ def _run(args: argparse.Namespace) -> int:
             raise SpecproofInputError("--contract", f"the {args.contract} contract is not available in this "
                                       "installation", "use --contract batched") from None
         return module.run(args)
-    from specproof.harness.check.runner import check_verifier  # torch and the exact laws: only once a check runs
+    # a local Ray starts in the background from here (RayEngine.__enter__), while torch, the laws and the
+    # verifier load; a usage error below waits for that start, then stops it
+    with check_engine.engine_for(args) as engine:
+        from specproof.harness.check.runner import check_verifier  # torch and the exact laws: only once a check runs
 
-    if args.adapter is not None:
-        verify = adapter.wrap(load_object(args.target, "TARGET"))
-    else:
-        verify = load_verifier(args.target)
-    try:
-        with check_engine.engine_for(args) as engine:
+        if args.adapter is not None:
+            verify = adapter.wrap(load_object(args.target, "TARGET"))
+        else:
+            verify = load_verifier(args.target)
+        try:
             result = check_verifier(verify, dtype=args.dtype, device=args.device, samples=args.samples,
                                     seed=args.seed, alpha=args.alpha, rule=args.rule, timeout=args.timeout,
                                     max_detectable_tv=args.max_detectable_tv, progress=not args.quiet,
                                     hard_timeout=True, level="thorough" if args.thorough else "default",
                                     time_budget=args.time_budget, fail_fast=args.fail_fast,
                                     inject=not args.no_inject, engine=engine)
-    except SpecproofInputError as err:  # name the command-line flag rather than the API parameter
-        flag = {"device": "--device", "dtype": "--dtype"}.get(err.argument)
-        if flag is None:
-            raise
-        raise SpecproofInputError(flag, err.problem, err.fix) from None
+        except SpecproofInputError as err:  # name the command-line flag rather than the API parameter
+            flag = {"device": "--device", "dtype": "--dtype"}.get(err.argument)
+            if flag is None:
+                raise
+            raise SpecproofInputError(flag, err.problem, err.fix) from None
     print(result.summary())
     if args.json:
         write_envelope(args.json, CHECK, {"target": args.target, "adapter": args.adapter, "result": result.as_json()},

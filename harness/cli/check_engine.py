@@ -49,7 +49,7 @@ def check_options(args: argparse.Namespace) -> None:
     if getattr(args, "contract", "batched") != "batched":
         raise SpecproofInputError("--engine", f"ray serves the batched contract, not {args.contract}",
                                   "use --engine local for this contract")
-    from specproof.harness.check.ray_engine import require_ray
+    from specproof.harness.check.ray_start import require_ray
 
     require_ray()
 
@@ -60,10 +60,16 @@ def engine_for(args: argparse.Namespace) -> Iterator[Any]:
     if getattr(args, "engine", "local") == "local":
         yield None
         return
-    from specproof.harness.check.ray_engine import RayEngine
+    from specproof.harness.check.ray_start import RayStart
 
+    start = RayStart(args.address, args.workers).begin()  # before torch is imported: the start overlaps it
+    try:
+        from specproof.harness.check.ray_engine import RayEngine
+    except BaseException:
+        start.stop()
+        raise
     with RayEngine(address=args.address, workers=args.workers, verify=_portable(args.target),
-                   adapter=args.adapter) as engine:
+                   adapter=args.adapter, start=start) as engine:
         yield engine
 
 

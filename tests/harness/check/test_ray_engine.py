@@ -18,7 +18,8 @@ from hypothesis import given, settings, strategies as st
 
 from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.check.engine import RowBatch
-from specproof.harness.check.ray_engine import RAY_INSTALL, merge_batches, require_ray, shard_plan
+from specproof.harness.check.ray_engine import merge_batches, shard_plan
+from specproof.harness.check.ray_start import RAY_INSTALL, require_ray
 
 TARGETS = str(Path(__file__).with_name("ray_targets.py"))
 CANONICAL = "specproof.impls:canonical_ratio_race"

@@ -140,12 +140,12 @@ def test_an_interrupt_on_the_ray_engine_keeps_the_previous_report(monkeypatch, t
     """Ctrl-C while the Ray tasks run (the executor raises it, as ray.wait does): exit 130, the previous
     report untouched (the cancellation on the cluster: TestOnRay.test_an_interrupt_cancels_...)."""
     import specproof.harness.report.ray_run as ray_run
-    from specproof.harness.check import ray_engine
+    from specproof.harness.check import ray_start
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ray_engine, "require_ray", lambda: None)  # no Ray needed to reach the executor
+    monkeypatch.setattr(ray_start, "require_ray", lambda: None)  # no Ray needed to reach the executor
     monkeypatch.setattr(ray_run, "execute_on_ray", interrupted)
     out = tmp_path / "report"
     out.mkdir()

@@ -1,0 +1,137 @@
+"""harness/check/ray_start.py: a local Ray starts in the background and outlives its thread's work until
+stopped; a failed start is a usage error raised where the driver waits; a cluster is joined at once.
+
+These tests use a stand-in ``ray`` module (no Ray needed); the real start is exercised by the ``ray``
+tests and the slow CLI test of tests/harness/check/test_ray_engine.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import types
+
+import pytest
+
+from specproof.proofs.errors import SpecproofInputError
+from specproof.harness.check.ray_start import RayStart
+
+
+class FakeRay(types.ModuleType):
+    """``init`` blocks until ``release`` is set (a slow start) and records the thread it ran on."""
+
+    def __init__(self, fail: bool = False):
+        super().__init__("ray")
+        self.release = threading.Event()
+        self.fail = fail
+        self.initialised = False
+        self.init_thread: threading.Thread | None = None
+        self.init_kwargs: dict = {}
+        self.shutdowns = 0
+        self.submitted: list[dict] = []
+
+    def is_initialized(self) -> bool:
+        return self.initialised
+
+    def init(self, **kwargs):
+        self.init_thread = threading.current_thread()
+        self.init_kwargs = kwargs
+        assert self.release.wait(10)
+        if self.fail:
+            raise ConnectionError("no cluster there")
+        self.initialised = True
+
+    def shutdown(self):
+        self.shutdowns += 1
+        self.initialised = False
+
+    def remote(self, fn):
+        fake = self
+
+        class Task:
+            def __init__(self, options=None):
+                self.chosen = options or {}
+
+            def options(self, **options):
+                return Task(options)
+
+            def remote(self, *args):
+                fake.submitted.append(self.chosen)  # one submitted task, with its options
+                return object()
+
+        return Task()
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    ray = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    return ray
+
+
+def test_a_local_start_runs_in_the_background_and_its_thread_lives_until_stop(fake_ray):
+    start = RayStart(None, 3).begin()  # returns while init is still blocked
+    assert not fake_ray.initialised and start._thread is not None and start._thread.is_alive()
+    fake_ray.release.set()
+    assert start.ready() is fake_ray
+    assert fake_ray.init_thread is not threading.main_thread() and fake_ray.init_kwargs["num_cpus"] == 3
+    assert len(fake_ray.submitted) == 3 and all(o == {"num_cpus": 1} for o in fake_ray.submitted)  # warm-ups
+    thread = start._thread
+    assert thread.is_alive()  # Ray's node processes die with the thread that started them
+    start.stop()
+    assert fake_ray.shutdowns == 1 and not thread.is_alive()
+
+
+def test_stop_during_the_start_waits_for_it_then_shuts_down(fake_ray):
+    start = RayStart(None, 2).begin()
+    threading.Timer(0.3, fake_ray.release.set).start()
+    start.stop()  # nothing is left running: the start finishes, then Ray is stopped
+    assert fake_ray.shutdowns == 1 and fake_ray.init_kwargs["num_cpus"] == 2
+
+
+def test_a_failed_start_is_a_usage_error_where_the_driver_waits(monkeypatch):
+    ray = FakeRay(fail=True)
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    start = RayStart(None, 2).begin()
+    ray.release.set()
+    with pytest.raises(SpecproofInputError, match="cannot start or join Ray") as err:
+        start.ready()
+    assert err.value.argument == "--address"
+    start.stop()  # nothing was started: nothing to shut down, no error
+    assert ray.shutdowns == 0
+
+
+def test_a_cluster_is_joined_at_once_on_this_thread(fake_ray):
+    fake_ray.release.set()
+    start = RayStart("10.0.0.1:6379", 2).begin()
+    assert fake_ray.initialised and fake_ray.init_thread is threading.main_thread()
+    assert fake_ray.init_kwargs["address"] == "10.0.0.1:6379" and start._thread is None
+    assert fake_ray.submitted == []  # a cluster's workers are not warmed by this command
+    start.stop()
+    assert fake_ray.shutdowns == 1  # joined by this command: disconnected on exit
+
+
+def test_a_ray_already_running_here_is_used_and_left_running(fake_ray):
+    fake_ray.initialised = True
+    start = RayStart(None, 2).begin()
+    assert start.ready() is fake_ray and fake_ray.init_thread is None
+    start.stop()
+    assert fake_ray.shutdowns == 0
+
+
+def test_the_cli_stops_its_ray_when_the_target_does_not_load(fake_ray, capsys):
+    """The start begins before TARGET is loaded; a TARGET that does not load is exit 2, and the Ray the
+    command started is stopped (after its start)."""
+    from specproof.harness.cli import main
+
+    fake_ray.release.set()
+    code = main(["check", "no_such_module_here:verify", "--engine", "ray", "--quiet"])
+    assert code == 2 and "TARGET" in capsys.readouterr().err
+    assert fake_ray.shutdowns == 1 and not fake_ray.initialised
+
+
+def test_ray_start_imports_no_torch():
+    """The start can only overlap the torch import if starting Ray does not import torch first."""
+    code = "import sys, specproof.harness.check.ray_start as m; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
