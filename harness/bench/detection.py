@@ -45,6 +45,7 @@ from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.bench.baselines import BASELINES, CountingVerifier, Flag, RowsToFlag
+from specproof.harness.bench.event_limit import event_limit_table
 from specproof.harness.bench.oracle import oracle_table
 from specproof.harness.check.runner import check_verifier
 from specproof.harness.drift.grid import GridVerdict, measure_grid
@@ -172,14 +173,17 @@ def _oracle_record(entry: dict[str, Any] | None) -> dict[str, Any] | None:
             "scenarios": {name: {k: sc[k] for k in keep} for name, sc in entry["scenarios"].items()}}
 
 
-def _ratios(methods: dict[str, Any], oracle: dict[str, Any] | None) -> dict[str, float | None]:
-    """``median rows / N*`` per method (None: not caught, or no N*); ``specproof_test``: test rows."""
+def _ratios(methods: dict[str, Any], oracle: dict[str, Any] | None,
+            limit: dict[str, Any] | None = None) -> dict[str, float | None]:
+    """``median rows / N*`` per method (None: not caught, or no N*); ``specproof_test``: test rows;
+    ``event_limit``: the best single event's rows (:mod:`.event_limit`) / N*, the test's own loss."""
     n_star = oracle["n_star"] if oracle else None
     if not n_star or not math.isfinite(n_star):
         return {}
     out = {m: (rec["median_rows"] / n_star if rec["caught"] else None) for m, rec in methods.items()}
     test = methods[SPECPROOF].get("median_test_rows")
     out["specproof_test"] = test / n_star if test is not None else None
+    out["event_limit"] = limit["rows"] / n_star if limit else None
     return out
 
 
@@ -204,6 +208,8 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
     suite = default_suite()
     start = time.perf_counter()
     oracle = oracle_table([r.name for r in zoo], suite, progress=say)
+    say("detection: event-limited rows")
+    limits = event_limit_table([r.name for r in zoo], suite)
     say(f"detection: control {CONTROL}")
     control = _run_methods(get(CONTROL).fn, seeds, row_budget, time_limit, suite)
     false_alarms = {m: {"flagged_seeds": sum(1 for r in control[m]["per_seed"].values() if r["rows"] is not None),
@@ -221,7 +227,8 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
         entry = _oracle_record(oracle["members"].get(record.name))
         records[record.name] = {"bug": record.bug, "mirrors": record.mirrors, "methods": methods,
                                 "grid": grid, "caught_by_grid_only": bool(grid and grid["caught"]),
-                                "oracle": entry, "ratios_to_n_star": _ratios(methods, entry)}
+                                "oracle": entry, "event_limit": limits.get(record.name),
+                                "ratios_to_n_star": _ratios(methods, entry, limits.get(record.name))}
     cap = max(MIN_SAMPLES, row_budget // len(suite))
     return {"methods": {SPECPROOF: SPECPROOF_TEXT.format(n=len(suite), cap=cap),
                         **{k: v[0] for k, v in BASELINES.items()}},
@@ -270,6 +277,13 @@ def _summary(records: dict[str, Any], n_seeds: int) -> dict[str, Any]:
     for key in ("specproof", "specproof_test") + tuple(BASELINES):
         vals = [r["ratios_to_n_star"].get(key) for r in in_scope.values()]
         limit[key] = _ratio_stats([math.inf if v is None else v for v in vals])
+    # the split of the loss, over the members with an event-limited count: the test's (best event / N*)
+    # and the allocation's (test rows / best event)
+    split = {n: r for n, r in in_scope.items() if r.get("event_limit") and r["methods"][SPECPROOF].get("median_test_rows")}
+    limit["event_limit"] = _ratio_stats([r["ratios_to_n_star"]["event_limit"] for r in split.values()])
+    limit["allocation"] = _ratio_stats([r["methods"][SPECPROOF]["median_test_rows"] / r["event_limit"]["rows"]
+                                        for r in split.values()])
+    limit["split_members"] = sorted(split)
     chi_test = [r["methods"][CHI_SQUARE]["median_rows"] / r["methods"][SPECPROOF]["median_test_rows"]
                 for r in records.values() if r["methods"][SPECPROOF]["caught"] and r["methods"][CHI_SQUARE]["caught"]
                 and r["methods"][SPECPROOF].get("median_test_rows")]

@@ -69,17 +69,22 @@ def member_rows(det: dict[str, Any]) -> list[tuple[str, ...]]:
         r = rec.get("ratios_to_n_star") or {}
         ours = rec["methods"]["specproof"]
         test = ours.get("median_test_rows")
+        limit = rec.get("event_limit")  # files written before the event limit had none
         out.append((member, _n_star(rec.get("oracle")), _n_star_good(rec.get("oracle")), _method_cell(ours),
                     "-" if test is None else f"{test:,}",
                     _method_cell(rec["methods"]["chi-square-first-token"]),
                     _method_cell(rec["methods"]["runtime-distribution-test"]),
                     _ratio(r.get("specproof")), _ratio(r.get("specproof_test")),
-                    _ratio(r.get("chi-square-first-token")), _ratio(r.get("runtime-distribution-test"))))
+                    _ratio(r.get("chi-square-first-token")), _ratio(r.get("runtime-distribution-test")),
+                    "-" if not limit else f"{_num(limit['rows'], 4)} ('{limit['scenario']}')",
+                    _ratio(r.get("event_limit")),
+                    "-" if not limit or test is None else _ratio(test / limit["rows"])))
     return out
 
 
 MEMBER_COLUMNS = ("member", "N* (how, scenario)", "N* vs P_good", "specproof rows", "test rows", "chi-square rows", "runtime rows",
-                  "specproof/N*", "test/N*", "chi-square/N*", "runtime/N*")
+                  "specproof/N*", "test/N*", "chi-square/N*", "runtime/N*", "best event rows (scenario)",
+                  "best event/N*", "test/best event")
 
 
 def goal_lines(det: dict[str, Any]) -> list[str]:
@@ -104,7 +109,10 @@ def _detection(data: dict[str, Any]) -> list[str]:
              f"{_num(oracle.get('alpha'))}; certain outcomes within beta {_num(oracle.get('beta'))}), in the most "
              f"sensitive enumerable scenario (harness.bench.oracle); N* vs P_good: the same against the canonical "
              f"rule's law alone (not a valid null by itself; at most N*), and whether P_good is the projection "
-             f"Q* in N*'s scenario.", ""]
+             f"Q* in N*'s scenario.  Best event rows: the rows specproof's single most powerful tested event "
+             f"needs at its own threshold, ln(1/a) / KL(P_bad(A) || band edge), in its best scenario "
+             f"(harness.bench.event_limit): a check that knew the scenario and the event would need that "
+             f"many; best event/N* is the loss of the tests, test/best event the loss of the allocation.", ""]
     for name in methods:
         lines.append(f"- `{name}`: {det['methods'][name]}")
     for name, why in (oracle.get("excluded_scenarios") or {}).items():
@@ -133,6 +141,12 @@ def _detection(data: dict[str, Any]) -> list[str]:
               + (f" (grid only: {', '.join(summary['specproof_grid_only'])})" if summary["specproof_grid_only"] else "")
               + ".", "", "Goals (issue 16):", ""]
     lines += [f"- {line}." for line in goal_lines(det)]
+    split = summary.get("rows_over_n_star", {})
+    if split.get("split_members"):
+        lines.append(f"- Where the rows go, over the {len(split['split_members'])} goal members with a best-event "
+                     f"count: best event rows / N* (the tests' loss) median {_num(split['event_limit']['median'], 3)}, "
+                     f"max {_num(split['event_limit']['max'], 3)}; test rows / best event rows (the allocation's "
+                     f"loss) median {_num(split['allocation']['median'], 3)}, max {_num(split['allocation']['max'], 3)}.")
     lines.append("")
     for baseline in methods[1:]:
         ratio = summary["row_ratio_baseline_over_specproof"][baseline]

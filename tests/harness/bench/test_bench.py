@@ -101,7 +101,7 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert set(det["members"]) == {"continue-after-rejection", "le-ratio-invcdf"}
     for member in det["members"].values():
         assert set(member) == {"bug", "mirrors", "methods", "grid", "caught_by_grid_only", "oracle",
-                               "ratios_to_n_star"}
+                               "event_limit", "ratios_to_n_star"}
         for method in member["methods"].values():
             assert set(method) >= {"caught", "median_rows", "per_seed", "seconds"}
             assert (method["median_rows"] is None) == (not method["caught"])
@@ -112,6 +112,12 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     caught = det["members"]["continue-after-rejection"]["methods"]["specproof"]
     assert caught["caught"] and 0 < caught["median_rows"]
     assert caught["median_test_rows"] <= caught["median_rows"]  # the streams' rows are a part of all rows
+    limit = det["members"]["continue-after-rejection"]["event_limit"]  # its best side, at its own threshold
+    assert limit["rows"] > 0 and limit["scenario"] in det["members"]["continue-after-rejection"]["oracle"]["scenarios"]
+    n_star = det["members"]["continue-after-rejection"]["oracle"]["n_star"]
+    assert det["members"]["continue-after-rejection"]["ratios_to_n_star"]["event_limit"] == pytest.approx(
+        limit["rows"] / n_star)
+    assert det["members"]["le-ratio-invcdf"]["event_limit"] is None  # no side moves beyond its band
     le = det["members"]["le-ratio-invcdf"]
     assert le["methods"]["specproof"]["caught"]  # a 2^-24 event: caught by RNG edge injection, not sampling
     assert le["methods"]["specproof"]["per_seed"]["0"]["flag"]["how"].startswith("rng-injection")

@@ -1,0 +1,116 @@
+"""The rows specproof's own tests need with a perfect allocation: the best single event, per member.
+
+N* (:mod:`.oracle`) bounds every valid test.  Between N* and the rows a check spends lie two losses:
+the *test* (specproof reads events, each at its own Bonferroni share of alpha, not the full law) and
+the *allocation* (which scenario, and how many rows, it reads).  This module measures the first, so
+the bench can split the two: for each enumerable scenario of the suite it takes the check's own event
+families and thresholds (:func:`~specproof.harness.check.engine.alpha_shares` over the whole suite),
+the member's exact law ``P_bad`` (:mod:`.member_laws`), and for every side of every event the mean
+``m = E_bad[Y]`` against the band edge ``mu`` (``P(A) + tau`` above, ``P(A) - tau`` below); a side
+with ``m`` beyond ``mu`` needs about
+
+    n_e = ln(1/a_e) / KL(m || mu)
+
+rows (the growth rate of the side's optimal bet, the e-process's best case).  The minimum over sides
+and scenarios is the *event-limited* row count: what a check that knew the scenario and the event
+would need.  ``test rows / event-limited rows`` is then the allocation's loss, and ``event-limited
+rows / N*`` the test's.  Zero-tolerance events and impossible outcomes are certain findings (no
+threshold) and are not in this count: a member none of whose tested sides is shifted beyond its band
+(caught, if at all, by certain findings or the RNG edge injection) has none.
+
+Layer: harness.bench (4). May import harness.check, exact, impls and proofs; never cli or report.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from specproof.harness.bench.member_laws import RAISED, member_law
+from specproof.proofs.laws.sequences import SequenceLaw
+from specproof.harness.check.engine import alpha_shares
+from specproof.harness.check.events import EventFamily, build_families
+from specproof.harness.check.scenarios import Scenario
+from specproof.harness.check.statistics import bernoulli_kl
+from specproof.harness.exact.tolerances import round_tolerance
+
+__all__ = ["event_limited_rows", "event_limit_table", "event_means", "best_side", "prepare_suite"]
+
+
+@dataclass
+class _Stream:
+    """What :func:`alpha_shares` reads of a stream: its families and band."""
+
+    families: list[EventFamily]
+    tolerance: float
+
+
+def prepare_suite(suite: Sequence[Scenario], dtype: str = "float32",
+                  alpha: float = 1e-6) -> list[tuple[Any, _Stream, list]]:
+    """``(realisation, stream, thresholds)`` per scenario: the check's families, band and ``ln(1/a)``."""
+    out = []
+    streams = []
+    for scenario in suite:
+        real = scenario.realise(dtype, "cpu")
+        stream = _Stream(build_families(real, None), float(round_tolerance(dtype, real.vocab, real.k)))
+        streams.append(stream)
+        out.append((real, stream))
+    return [(real, stream, thr) for (real, stream), thr in zip(out, alpha_shares(streams, alpha))]
+
+
+def event_means(law: SequenceLaw, real: Any, families: Sequence[EventFamily]) -> list[np.ndarray]:
+    """``E[Y_e]`` of every event of every family under an emitted-sequence law (a row emitting ``s`` is
+    keyed as the check keys it: ``s`` padded with -1)."""
+    seqs = [s for s in law if s != RAISED]
+    weights = np.array([float(law[s]) for s in seqs])
+    emitted = torch.full((len(seqs), real.k + 1), -1, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        emitted[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+    return [np.clip(np.bincount(fam.key(emitted), weights=weights, minlength=fam.n_keys) @ fam.matrix, 0.0, 1.0)
+            for fam in families]
+
+
+def best_side(real: Any, stream: _Stream, thresholds: list, means: list[np.ndarray]) -> dict[str, Any] | None:
+    """The side with the fewest rows ``ln(1/a) / KL(m || edge)`` among those whose mean ``m`` lies beyond
+    their band edge (None when none does)."""
+    best: dict[str, Any] | None = None
+    for fam, (up, down), mean in zip(stream.families, thresholds, means):
+        tol = np.where(fam.zero_tolerance, 0.0, stream.tolerance)
+        for e in np.flatnonzero(~fam.zero_tolerance):
+            for above, edge, log_thr in ((True, fam.expected[e] + tol[e], up[e]),
+                                         (False, fam.expected[e] - tol[e], down[e])):
+                beyond = mean[e] > edge if above else mean[e] < edge
+                if not (beyond and math.isfinite(log_thr) and 0.0 < edge < 1.0):
+                    continue
+                rows = float(log_thr) / bernoulli_kl(float(mean[e]), float(edge))
+                if best is None or rows < best["rows"]:
+                    best = {"rows": rows, "scenario": real.scenario.name, "family": fam.name,
+                            "event": fam.names[e], "side": "above" if above else "below",
+                            "expected": float(fam.expected[e]), "bad_mean": float(mean[e]),
+                            "edge": float(edge), "log_threshold": float(log_thr)}
+    return best
+
+
+def event_limited_rows(name: str, prepared: list[tuple[Any, _Stream, list]]) -> dict[str, Any] | None:
+    """The best side over the prepared scenarios for member ``name`` (module docstring), or None when
+    no scenario has a law for it or no side is shifted beyond its band."""
+    best: dict[str, Any] | None = None
+    for real, stream, thresholds in prepared:
+        law = member_law(name, real) if real.enumerable else None
+        if law is None:
+            continue
+        side = best_side(real, stream, thresholds, event_means(law, real, stream.families))
+        if side is not None and (best is None or side["rows"] < best["rows"]):
+            best = side
+    return best
+
+
+def event_limit_table(names: Sequence[str], suite: Sequence[Scenario], *, dtype: str = "float32",
+                      alpha: float = 1e-6) -> dict[str, dict[str, Any] | None]:
+    """:func:`event_limited_rows` for every member (the suite's families are built once)."""
+    prepared = prepare_suite(suite, dtype, alpha)
+    return {name: event_limited_rows(name, prepared) for name in names}
