@@ -58,6 +58,7 @@ SPECPROOF = "specproof"
 METHODS = (SPECPROOF,) + tuple(BASELINES)
 CHI_SQUARE = "chi-square-first-token"
 CONTROL = "canonical-ratio-race"
+CHECK_DTYPE, CHECK_ALPHA = "float32", 1e-6  # what the bench's checks and their event limit both use
 MIN_SAMPLES = 64  # check_verifier's smallest rows per scenario
 ORACLE_FLOOR = 30  # the rows-to-N* goals cover members with N* at least this (issue 16)
 GOAL_MEDIAN, GOAL_MAX = 4.0, 10.0
@@ -84,7 +85,8 @@ def specproof_fail_fast(fn: Callable[..., Any], seed: int, cap: int, suite: list
     counted = CountingVerifier(fn)
     start = time.perf_counter()
     try:
-        result = check_verifier(counted, samples=cap, seed=seed, fail_fast=True, scenarios=suite, progress=False)
+        result = check_verifier(counted, samples=cap, seed=seed, fail_fast=True, scenarios=suite, progress=False,
+                                dtype=CHECK_DTYPE, alpha=CHECK_ALPHA)
     except SpecproofInputError as err:  # VerifierError / ContractViolation: raised on a valid input
         flag = Flag(True, counted.rows, math.inf, math.inf, how=f"raised: {err}"[:300], test_rows=counted.rows)
     else:
@@ -209,7 +211,7 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
     start = time.perf_counter()
     oracle = oracle_table([r.name for r in zoo], suite, progress=say)
     say("detection: event-limited rows")
-    limits = event_limit_table([r.name for r in zoo], suite)
+    limits = event_limit_table([r.name for r in zoo], suite, dtype=CHECK_DTYPE, alpha=CHECK_ALPHA)
     say(f"detection: control {CONTROL}")
     control = _run_methods(get(CONTROL).fn, seeds, row_budget, time_limit, suite)
     false_alarms = {m: {"flagged_seeds": sum(1 for r in control[m]["per_seed"].values() if r["rows"] is not None),

@@ -32,7 +32,7 @@ import torch
 
 from specproof.harness.bench.member_laws import RAISED, member_law
 from specproof.proofs.laws.sequences import SequenceLaw
-from specproof.harness.check.engine import alpha_shares
+from specproof.harness.check.engine import alpha_shares, band_edges
 from specproof.harness.check.events import EventFamily, build_families
 from specproof.harness.check.scenarios import Scenario
 from specproof.harness.check.statistics import bernoulli_kl
@@ -49,8 +49,7 @@ class _Stream:
     tolerance: float
 
 
-def prepare_suite(suite: Sequence[Scenario], dtype: str = "float32",
-                  alpha: float = 1e-6) -> list[tuple[Any, _Stream, list]]:
+def prepare_suite(suite: Sequence[Scenario], dtype: str, alpha: float) -> list[tuple[Any, _Stream, list]]:
     """``(realisation, stream, thresholds)`` per scenario: the check's families, band and ``ln(1/a)``."""
     out = []
     streams = []
@@ -79,10 +78,9 @@ def best_side(real: Any, stream: _Stream, thresholds: list, means: list[np.ndarr
     their band edge (None when none does)."""
     best: dict[str, Any] | None = None
     for fam, (up, down), mean in zip(stream.families, thresholds, means):
-        tol = np.where(fam.zero_tolerance, 0.0, stream.tolerance)
-        for e in np.flatnonzero(~fam.zero_tolerance):
-            for above, edge, log_thr in ((True, fam.expected[e] + tol[e], up[e]),
-                                         (False, fam.expected[e] - tol[e], down[e])):
+        hi, lo = band_edges(fam, stream.tolerance)
+        for e in np.flatnonzero(~fam.zero_tolerance):  # zero-tolerance events are certain findings
+            for above, edge, log_thr in ((True, hi[e], up[e]), (False, lo[e], down[e])):
                 beyond = mean[e] > edge if above else mean[e] < edge
                 if not (beyond and math.isfinite(log_thr) and 0.0 < edge < 1.0):
                     continue
@@ -109,8 +107,8 @@ def event_limited_rows(name: str, prepared: list[tuple[Any, _Stream, list]]) -> 
     return best
 
 
-def event_limit_table(names: Sequence[str], suite: Sequence[Scenario], *, dtype: str = "float32",
-                      alpha: float = 1e-6) -> dict[str, dict[str, Any] | None]:
+def event_limit_table(names: Sequence[str], suite: Sequence[Scenario], *, dtype: str,
+                      alpha: float) -> dict[str, dict[str, Any] | None]:
     """:func:`event_limited_rows` for every member (the suite's families are built once)."""
     prepared = prepare_suite(suite, dtype, alpha)
     return {name: event_limited_rows(name, prepared) for name in names}

@@ -55,7 +55,7 @@ from specproof.harness.check.result import Finding, ScenarioReport, Verdict
 from specproof.harness.check.statistics import samples_for_shift
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
-           "LEVELS", "SCREEN_ROWS", "FAMILY_WEIGHTS"]
+           "LEVELS", "SCREEN_ROWS", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
 
 SCREEN_ROWS = 32
 FOCUS = 0.15  # a stream whose best log-evidence reaches this share of its threshold is followed first
@@ -126,7 +126,7 @@ def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.
     for stream in streams:
         per = []
         for fam in stream.families:
-            hi, lo = _band(fam, stream.tolerance)
+            hi, lo = band_edges(fam, stream.tolerance)
             up, down = (~fam.zero_tolerance) & (hi < 1.0), (~fam.zero_tolerance) & (lo > 0.0)
             kind = _family_kind(fam)
             sides[kind] = sides.get(kind, 0) + int(up.sum() + down.sum())
@@ -147,7 +147,8 @@ def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.
     return out
 
 
-def _band(fam: EventFamily, tau: float) -> tuple[np.ndarray, np.ndarray]:
+def band_edges(fam: EventFamily, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(P(A) + tau, P(A) - tau)`` per event, clipped to [0, 1]; zero-tolerance events get no band."""
     tol = np.where(fam.zero_tolerance, 0.0, tau)
     return np.minimum(1.0, fam.expected + tol), np.maximum(0.0, fam.expected - tol)
 
@@ -163,7 +164,7 @@ class _Ledger:
         self.first_position: dict[str, int] = {}
         self.sides = []
         for fam, (up_thr, down_thr) in zip(stream.families, thresholds):
-            hi, lo = _band(fam, stream.tolerance)
+            hi, lo = band_edges(fam, stream.tolerance)
             self.sides.append((SideEvidence(hi, up_thr, np.isfinite(up_thr)),
                                SideEvidence(1.0 - lo, down_thr, np.isfinite(down_thr))))
         self.quota = 0

@@ -1,5 +1,8 @@
 """Starting and joining Ray for one command; light (no torch), so a command can start Ray first.
 
+(``start_ray`` is the plain, blocking start; ``specproof report`` and ``campaign`` use it directly,
+since their first Ray task comes at once.  :class:`RayStart` wraps it for ``specproof check``.)
+
 :class:`RayStart` joins a cluster at ``address`` (or a Ray already initialised in this process) at
 once, or starts a local Ray with ``num_cpus = workers`` in a background thread: the start (about 5 s,
 docs/scaling.md) then overlaps what the command does before its first task (importing torch, the exact
@@ -60,8 +63,9 @@ def start_ray(address: str | None, workers: int, python_path: bool = False) -> t
 
 @contextlib.contextmanager
 def _quiet_off_main_thread() -> Iterator[None]:
-    """Ray's ``init`` off the main thread warns that it sets no SIGTERM handler; the command keeps its
-    own (``options.sigterm_as_interrupt``), so that one warning is silenced."""
+    """Ray's ``init`` off the main thread warns that it sets no SIGTERM handler; ``specproof check``
+    sets its own (``options.sigterm_as_interrupt``: SIGTERM stops it as Ctrl-C does), so that one
+    warning is silenced."""
     log = logging.getLogger("ray._private.worker")
     before = log.level
     log.setLevel(logging.ERROR)
@@ -110,8 +114,11 @@ class RayStart:
             with _quiet_off_main_thread():
                 self.ray, self.started = start_ray(None, self.workers)
             if self.warm:
-                task = self.ray.remote(warm_worker).options(num_cpus=1)
-                self._warming = [task.remote() for _ in range(self.workers)]
+                try:
+                    task = self.ray.remote(warm_worker).options(num_cpus=1)
+                    self._warming = [task.remote() for _ in range(self.workers)]
+                except Exception:  # warming is an optimisation: the pieces import what they need anyway
+                    self._warming = []
         except BaseException as err:  # handed to the driver by ready()
             self._error = err
         finally:
@@ -128,13 +135,23 @@ class RayStart:
         return self.ray
 
     def stop(self) -> None:
-        """Shut down what this command started (after a start still under way), then end the thread."""
-        while not self._up.wait(0.1):
-            pass
-        if self.started:
-            self.ray.shutdown()
-            self.started = False
-        self._down.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        """Shut down what this command started (after a start still under way), then end the thread.
+        Idempotent; a Ctrl-C while it waits does not skip the shutdown (it is raised afterwards)."""
+        interrupted: BaseException | None = None
+        while not self._up.is_set():
+            try:
+                self._up.wait(0.1)
+            except KeyboardInterrupt as err:  # the start is still under way: finish it, then stop it
+                interrupted = err
+        try:
+            if self.started:
+                self.started = False
+                self._warming = []
+                self.ray.shutdown()
+        finally:
+            self._down.set()
+            if self._thread is not None:
+                self._thread.join()
+                self._thread = None
+        if interrupted is not None:
+            raise interrupted

@@ -49,6 +49,7 @@ drift, check, exact, files), proofs and impls.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import math
 from typing import Any, Callable
@@ -179,9 +180,15 @@ def _run(args: argparse.Namespace) -> int:
             raise SpecproofInputError("--contract", f"the {args.contract} contract is not available in this "
                                       "installation", "use --contract batched") from None
         return module.run(args)
-    # a local Ray starts in the background from here (RayEngine.__enter__), while torch, the laws and the
-    # verifier load; a usage error below waits for that start, then stops it
-    with check_engine.engine_for(args) as engine:
+    # a local Ray starts in the background from here (check_engine.engine_for), while torch, the laws and
+    # the verifier load; a usage error below waits for that start, then stops it, so a TARGET that does
+    # not exist is refused first; SIGTERM stops the check as Ctrl-C does (exit 130, Ray stopped)
+    if args.engine == "ray":
+        from specproof.proofs.claims.loading import locate_object
+
+        locate_object(args.target, "TARGET")
+    with options.sigterm_as_interrupt() if args.engine == "ray" else contextlib.nullcontext(), \
+            check_engine.engine_for(args) as engine:
         from specproof.harness.check.runner import check_verifier  # torch and the exact laws: only once a check runs
 
         if args.adapter is not None:

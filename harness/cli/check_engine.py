@@ -65,12 +65,12 @@ def engine_for(args: argparse.Namespace) -> Iterator[Any]:
     start = RayStart(args.address, args.workers).begin()  # before torch is imported: the start overlaps it
     try:
         from specproof.harness.check.ray_engine import RayEngine
-    except BaseException:
-        start.stop()
-        raise
-    with RayEngine(address=args.address, workers=args.workers, verify=_portable(args.target),
-                   adapter=args.adapter, start=start) as engine:
-        yield engine
+
+        with RayEngine(address=args.address, workers=args.workers, verify=_portable(args.target),
+                       adapter=args.adapter, start=start) as engine:
+            yield engine
+    finally:
+        start.stop()  # idempotent: a failure before the engine's own exit still stops Ray
 
 
 def _portable(target: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["load_object", "import_python_file"]
+__all__ = ["load_object", "locate_object", "import_python_file"]
 
 
 def import_python_file(path_text: str, argument: str) -> ModuleType:
@@ -53,6 +53,24 @@ def _exited(argument: str, where: str, err: SystemExit) -> SpecproofInputError:
     """``sys.exit`` at import must not become the tool's exit code (``sys.exit(0)`` would read as a pass)."""
     return SpecproofInputError(argument, f"importing {where!r} called sys.exit({err.code!r})",
                                "guard script code with if __name__ == '__main__':")
+
+
+def locate_object(spec: str, argument: str) -> None:
+    """Check, without importing it, that ``spec``'s module or file exists (a usage error otherwise), so
+    a command can refuse a wrong TARGET before slow set-up; :func:`load_object` still has the last word."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name:
+        load_object(spec, argument)  # raises its own usage error
+    if where.endswith(".py"):
+        if not Path(where).is_file():
+            raise SpecproofInputError(argument, f"file {where!r} does not exist", "check the path")
+        return
+    try:
+        found = importlib.util.find_spec(where)
+    except Exception:  # a parent package that is missing or fails: load_object names the error
+        found = None
+    if found is None:
+        load_object(spec, argument)  # imports and raises the precise usage error
 
 
 def load_object(spec: str, argument: str) -> Any:

@@ -13,7 +13,7 @@ from specproof.proofs.laws.step_rules import get_step_rule
 
 @pytest.fixture(scope="module")
 def prepared():
-    return prepare_suite(default_suite())
+    return prepare_suite(default_suite(), "float32", 1e-6)
 
 
 def test_the_canonical_law_meets_every_event_expectation_and_has_no_side_beyond_its_band(prepared):
@@ -32,7 +32,7 @@ def test_the_canonical_law_meets_every_event_expectation_and_has_no_side_beyond_
 
 
 def test_a_known_bug_gets_the_rows_of_its_best_side(prepared):
-    table = event_limit_table(["resample-from-target", "le-ratio-invcdf"], default_suite())
+    table = event_limit_table(["resample-from-target", "le-ratio-invcdf"], default_suite(), dtype="float32", alpha=1e-6)
     best = table["resample-from-target"]
     assert best is not None and math.isfinite(best["rows"]) and best["rows"] > 0
     beyond = best["bad_mean"] > best["edge"] if best["side"] == "above" else best["bad_mean"] < best["edge"]
@@ -49,3 +49,19 @@ def test_a_known_bug_gets_the_rows_of_its_best_side(prepared):
             assert side is None or side["rows"] >= best["rows"]
     # the u == 0 bug moves each event by about 2^-24, inside every band: no statistical side sees it
     assert table["le-ratio-invcdf"] is None
+
+
+def test_the_prediction_is_the_size_of_what_a_check_in_that_scenario_spends():
+    """Falsifiable against the engine itself: a fail-fast check of resample-from-target restricted to
+    its best scenario stops within a small factor of the predicted rows (the mixture's regret and the
+    doubling batches cost a few times more at most; it can stop early by luck, never by much)."""
+    import statistics
+
+    from specproof.harness.check.runner import check_verifier
+    from specproof.impls import get
+
+    suite = [s for s in default_suite() if s.name == "adversarial resample-from-p"]
+    predicted = event_limit_table(["resample-from-target"], suite, dtype="float32", alpha=1e-6)["resample-from-target"]
+    spent = [check_verifier(get("resample-from-target").fn, scenarios=suite, fail_fast=True, seed=seed,
+                            inject=False, progress=False).rows for seed in range(5)]
+    assert 0.5 * predicted["rows"] <= statistics.median(spent) <= 4 * predicted["rows"], (predicted["rows"], spent)

@@ -120,18 +120,104 @@ def test_a_ray_already_running_here_is_used_and_left_running(fake_ray):
     assert fake_ray.shutdowns == 0
 
 
-def test_the_cli_stops_its_ray_when_the_target_does_not_load(fake_ray, capsys):
-    """The start begins before TARGET is loaded; a TARGET that does not load is exit 2, and the Ray the
-    command started is stopped (after its start)."""
+def test_a_ctrl_c_while_stop_waits_for_the_start_still_stops_ray(fake_ray):
+    import _thread
+
+    start = RayStart(None, 2).begin()
+    threading.Timer(0.2, _thread.interrupt_main).start()  # Ctrl-C while the start is under way
+    threading.Timer(0.6, fake_ray.release.set).start()
+    with pytest.raises(KeyboardInterrupt):
+        start.stop()
+    assert fake_ray.shutdowns == 1 and start._thread is None
+    start.stop()  # idempotent
+    assert fake_ray.shutdowns == 1
+
+
+def test_a_warm_up_that_cannot_be_submitted_is_not_an_error(fake_ray, monkeypatch):
+    def no_tasks(fn):
+        raise RuntimeError("cannot submit")
+
+    monkeypatch.setattr(fake_ray, "remote", no_tasks)
+    fake_ray.release.set()
+    start = RayStart(None, 2).begin()
+    assert start.ready() is fake_ray
+    start.stop()
+    assert fake_ray.shutdowns == 1
+
+
+def test_a_target_that_does_not_exist_is_refused_before_ray_starts(fake_ray, capsys):
     from specproof.harness.cli import main
 
     fake_ray.release.set()
     code = main(["check", "no_such_module_here:verify", "--engine", "ray", "--quiet"])
     assert code == 2 and "TARGET" in capsys.readouterr().err
+    assert fake_ray.init_thread is None and fake_ray.shutdowns == 0
+    code = main(["check", "no_such_file_here.py:verify", "--engine", "ray", "--quiet"])
+    assert code == 2 and "does not exist" in capsys.readouterr().err and fake_ray.init_thread is None
+
+
+def test_the_cli_stops_its_ray_when_the_target_does_not_load(fake_ray, capsys):
+    """The module exists, the name does not: found while Ray starts; exit 2, and Ray is stopped."""
+    from specproof.harness.cli import main
+
+    fake_ray.release.set()
+    code = main(["check", "specproof.impls:no_such_verifier", "--engine", "ray", "--quiet"])
+    assert code == 2 and "no_such_verifier" in capsys.readouterr().err
     assert fake_ray.shutdowns == 1 and not fake_ray.initialised
 
 
-def test_ray_start_imports_no_torch():
-    """The start can only overlap the torch import if starting Ray does not import torch first."""
-    code = "import sys, specproof.harness.check.ray_start as m; sys.exit('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+def test_engine_for_stops_ray_when_the_engine_cannot_be_built(fake_ray, monkeypatch):
+    import argparse
+
+    from specproof.harness.check import ray_engine
+    from specproof.harness.cli import check_engine
+
+    def broken(self, **kwargs):
+        raise ValueError("engine refused")
+
+    monkeypatch.setattr(ray_engine.RayEngine, "__init__", broken)
+    fake_ray.release.set()
+    args = argparse.Namespace(engine="ray", address=None, workers=2, target="specproof.impls:x", adapter=None)
+    with pytest.raises(ValueError):
+        with check_engine.engine_for(args):
+            pass
+    assert fake_ray.shutdowns == 1
+
+
+def test_sigterm_stops_a_ray_check_like_ctrl_c(fake_ray, monkeypatch, capsys):
+    """SIGTERM during the check: exit 130, nothing written, and the command's Ray is stopped."""
+    import os
+    import signal
+
+    from specproof.harness.check import runner
+    from specproof.harness.cli import main
+
+    def killed(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM was not raised as an interrupt")
+
+    monkeypatch.setattr(runner, "check_verifier", killed)
+    fake_ray.release.set()
+    code = main(["check", "specproof.impls:canonical_ratio_race", "--engine", "ray", "--quiet"])
+    assert code == 130 and "interrupted" in capsys.readouterr().err
+    assert fake_ray.shutdowns == 1
+    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+
+
+def test_the_check_starts_ray_before_it_imports_torch(tmp_path):
+    """The start can only overlap the torch import if it begins first: recorded at RayStart.begin in a
+    fresh interpreter (a stand-in Ray; TARGET loads after the start, then the run is stopped)."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys, types\n"
+        "from specproof.harness.check import ray_start\n"
+        "seen = []\n"
+        "def begin(self):\n"
+        "    seen.append('torch' in sys.modules)\n"
+        "    raise KeyboardInterrupt\n"
+        "ray_start.RayStart.begin = begin\n"
+        "sys.modules['ray'] = types.ModuleType('ray')\n"
+        "from specproof.harness.cli import main\n"
+        "code = main(['check', 'specproof.impls:canonical_ratio_race', '--engine', 'ray', '--quiet'])\n"
+        "sys.exit(0 if code == 130 and seen == [False] else 1)\n")
+    assert subprocess.run([sys.executable, str(script)], capture_output=True).returncode == 0
