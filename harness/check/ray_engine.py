@@ -46,8 +46,8 @@ from specproof.harness.check.ray_start import RayStart
 __all__ = ["RayEngine", "ShardSpec", "ShardedStream", "ShardFailure", "shard_plan", "merge_batches", "SHARD_ROWS"]
 
 SHARD_ROWS = MAX_BATCH  # the row grid of the pieces (fixed: the rows do not depend on --workers), the engine's
-# largest draw, so that a full draw starting on the grid is one task; measured (docs/scaling.md): 1,024-row pieces cost a quarter
-# more wall than 4,096, and 4,096 took 28.1 s where 8,192 took 26.4 s (5.2M rows; cost per task on 2 cores)
+# largest draw, so that a full draw starting on the grid is one task; measured (docs/scaling.md): 1,024-row
+# pieces cost a quarter more wall than 4,096, and 4,096 took 28.1 s where 8,192 took 26.4 s (5.2M rows, 2 cores)
 MAX_RETRIES = 3  # Ray task retries after a worker's death
 SHARD_TIMEOUT_MARGIN = 120.0  # seconds beyond the per-call limits before a piece counts as hung
 

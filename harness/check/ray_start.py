@@ -84,7 +84,8 @@ def warm_worker() -> None:
 
 class RayStart:
     """Ray for one command (module docstring).  ``warm``: after a local start, one :func:`warm_worker`
-    task per worker (each holds a CPU, so they spread), never read and never cancelled."""
+    task per worker (each holds a CPU, so they spread), never read and never cancelled (a task whose
+    result is never read still runs)."""
 
     def __init__(self, address: str | None, workers: int, *, warm: bool = True):
         self.address, self.workers, self.warm = address, workers, warm
@@ -93,7 +94,6 @@ class RayStart:
         self._thread: threading.Thread | None = None
         self._up, self._down = threading.Event(), threading.Event()
         self._error: BaseException | None = None
-        self._warming: list[Any] = []
 
     def begin(self) -> "RayStart":
         """Join now, or start a local Ray in the background."""
@@ -116,9 +116,10 @@ class RayStart:
             if self.warm:
                 try:
                     task = self.ray.remote(warm_worker).options(num_cpus=1)
-                    self._warming = [task.remote() for _ in range(self.workers)]
+                    for _ in range(self.workers):
+                        task.remote()
                 except Exception:  # warming is an optimisation: the pieces import what they need anyway
-                    self._warming = []
+                    pass
         except BaseException as err:  # handed to the driver by ready()
             self._error = err
         finally:
@@ -146,7 +147,6 @@ class RayStart:
         try:
             if self.started:
                 self.started = False
-                self._warming = []
                 self.ray.shutdown()
         finally:
             self._down.set()

@@ -56,8 +56,9 @@ def _exited(argument: str, where: str, err: SystemExit) -> SpecproofInputError:
 
 
 def locate_object(spec: str, argument: str) -> None:
-    """Check, without importing it, that ``spec``'s module or file exists (a usage error otherwise), so
-    a command can refuse a wrong TARGET before slow set-up; :func:`load_object` still has the last word."""
+    """Check that ``spec``'s module or file exists without running it (``find_spec`` imports only its
+    parent packages), a usage error otherwise, so a command can refuse a wrong TARGET before slow
+    set-up; :func:`load_object` still has the last word (a missing name is found there)."""
     where, sep, name = spec.rpartition(":")
     if not sep or not where or not name:
         load_object(spec, argument)  # raises its own usage error
