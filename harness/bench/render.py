@@ -110,8 +110,8 @@ def _detection(data: dict[str, Any]) -> list[str]:
              f"sensitive enumerable scenario (harness.bench.oracle); N* vs P_good: the same against the canonical "
              f"rule's law alone (not a valid null by itself; at most N*), and whether P_good is the projection "
              f"Q* in N*'s scenario.  Best event rows: the rows specproof's single most powerful tested event "
-             f"needs at its own threshold, ln(1/a) / KL(P_bad(A) || band edge), in its best scenario "
-             f"(harness.bench.event_limit): a check that knew the scenario and the event would need that "
+             f"needs at its own threshold, ln(1/a) / (growth per row of its best bet under P_bad), in its best "
+             f"scenario (harness.bench.event_limit): a check that knew the scenario and the event would need that "
              f"many; best event/N* is the loss of the tests, test/best event the loss of the allocation.", ""]
     for name in methods:
         lines.append(f"- `{name}`: {det['methods'][name]}")

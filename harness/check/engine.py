@@ -64,7 +64,7 @@ MAX_EXTENSIONS = 3  # re-plans of a time budget whose quotas were met early
 MAX_FINDINGS_PER_STREAM = 100
 # share of alpha per family kind (normalised over the kinds present): the bug-class excess sets are
 # the most powerful single events against known bugs, so they get the largest share per event
-FAMILY_WEIGHTS = {"bug-class": 4.0, "first-token": 3.0, "lossless": 3.0}
+FAMILY_WEIGHTS = {"bug-class": 4.0, "first-token": 3.0, "lossless": 3.0, "later-token": 3.0}
 OTHER_FAMILY_WEIGHT = 3.0
 
 
@@ -165,8 +165,8 @@ class _Ledger:
         self.sides = []
         for fam, (up_thr, down_thr) in zip(stream.families, thresholds):
             hi, lo = band_edges(fam, stream.tolerance)
-            self.sides.append((SideEvidence(hi, up_thr, np.isfinite(up_thr)),
-                               SideEvidence(1.0 - lo, down_thr, np.isfinite(down_thr))))
+            self.sides.append((SideEvidence(hi, up_thr, np.isfinite(up_thr), fam.matrix),
+                               SideEvidence(1.0 - lo, down_thr, np.isfinite(down_thr), 1.0 - fam.matrix)))
         self.quota = 0
         self.done = False
         self.rejected = 0
@@ -189,8 +189,8 @@ class _Ledger:
         for fam, total, batch_counts, (up, down) in zip(self.stream.families, self.counts, batch.counts, self.sides):
             total += batch_counts
             sums = np.asarray(batch_counts, dtype=np.float64) @ fam.matrix
-            up.update(sums, batch.rows)
-            down.update(batch.rows - sums, batch.rows)
+            up.update(sums, batch.rows, batch_counts)
+            down.update(batch.rows - sums, batch.rows, batch_counts)
         self.rows += batch.rows
 
     def score(self) -> float:

@@ -12,18 +12,26 @@ supermartingale ``M`` with ``M_0 = 1`` (Howard, Ramdas, McAuliffe, Sekhon 2020, 
 bounds via nonnegative supermartingales", Probab. Surveys 17).  Ville's inequality:
 ``P(sup_n M_n >= 1/a) <= a`` - however often, and after whichever batch, ``M`` is read.
 
-Each side reads the mean ``E = (M_mix + M_design) / 2`` of two such processes (a mean of
+Each side reads the mean ``E = (M_bet + M_design) / 2`` of two such processes (a mean of
 supermartingales is one):
 
-* mixture: the average over a fixed geometric grid of ``G`` bets ``l_1 < ... < l_G`` (ratio
-  ``BET_RATIO``) of ``exp(l_j S_n - n psi(l_j))`` - a discrete mixture martingale (Howard et al. 2021,
-  "Time-uniform, nonparametric, nonasymptotic confidence sequences", Ann. Statist. 49(2), sec. 3).
-  Its bets need no estimate, so the very first batch counts: ``log M_mix >= n KL(mean || mu)
-  (1 - (sqrt(BET_RATIO) - 1)^2) - ln G`` whenever the optimal bet lies in the grid's range - a large
-  deviation is flagged after few rows;
-* design: one ``l`` fixed when the row quota ``n`` is planned, the bet at the fixed-sample Chernoff
-  threshold for ``t = ln(2/a)``: at ``n`` rows it rejects exactly when ``n KL(mean || mu) >= t``, so
-  the run keeps the fixed-sample power of :func:`.statistics.detectable_shift` at its quota.
+* betting mixture: the average over a fixed geometric grid of ``G`` bet fractions ``0 < t_1 < ... <
+  t_G < 1`` (ratio ``BET_RATIO``) of ``prod_i (1 + (t_j / mu) (Y_i - mu))`` (testing by betting:
+  Waudby-Smith and Ramdas 2024, "Estimating means of bounded random variables by betting", JRSS B
+  86(1), sec. 4; a discrete mixture as in Howard et al. 2021, Ann. Statist. 49(2), sec. 3).  For
+  ``0 <= l < 1/mu`` every factor is positive and ``E[1 + l (Y - mu)] = 1 + l (E[Y] - mu) <= 1`` under
+  every null law, so each product is a nonnegative supermartingale.  On an indicator ``Y`` it is the
+  Bernoulli likelihood ratio of the mean ``mu + t (1 - mu)`` (the exponential bet's family); on a
+  Rao-Blackwellised ``Y`` strictly inside ``(0, 1)`` it gains more: a row whose ``Y`` equals ``mu``
+  (an event its prefix does not yet decide) multiplies by exactly 1, where ``exp(l Y - psi(l))`` is
+  below 1 (Jensen).  Its bets need no estimate, so the very first batch counts: ``log M_bet >= n g - ln G``
+  with ``g`` the growth per row of the best grid bet; on indicators of mean ``m`` whose optimal
+  fraction ``(m - mu) / (1 - mu)`` lies in ``[1.2e-3, 0.975]``, ``g >= 0.95 KL(m || mu)`` (a sweep in
+  the tests);
+* design: one exponential bet ``exp(l Y - psi(l))`` fixed when the row quota ``n`` is planned, at the
+  fixed-sample Chernoff threshold for ``t = ln(2/a)``: at ``n`` rows it rejects exactly when
+  ``n KL(mean || mu) >= t``, so the run keeps the fixed-sample power of
+  :func:`.statistics.detectable_shift` at its quota.
 
 The side rejects when ``E >= 1/a``.  The family-wise argument (a union over sides, events and
 streams of Ville's bound) is in :mod:`.engine`.
@@ -39,18 +47,33 @@ import numpy as np
 
 from specproof.harness.check.statistics import bernoulli_kl
 
-__all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2"]
+__all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2",
+           "BET_FRACTIONS", "betting_growth"]
 
 LN2 = math.log(2.0)
 MAX_BET = 60.0  # l beyond this changes nothing measurable (e^-60) and would overflow expm1
 BET_RATIO = 1.5
-BET_GRID = np.geomspace(1e-3, 40.0, int(np.ceil(np.log(40.0 / 1e-3) / np.log(BET_RATIO))) + 1)
-LOG_GRID = math.log(len(BET_GRID))
+# bet fractions t = l mu of the largest admissible bet 1/mu; t = (m - mu) / (1 - mu) is the optimal
+# fraction on indicators of mean m.  Geometric in t up to 1/2 and in 1 - t above it (ratio BET_RATIO
+# both ways), so shifts from 1e-3 to almost certain events are each near a grid point
+_LOW = np.geomspace(1e-3, 0.5, int(np.ceil(np.log(0.5 / 1e-3) / np.log(BET_RATIO))) + 1)
+_HIGH = 1.0 - np.geomspace(0.5, 0.02, int(np.ceil(np.log(0.5 / 0.02) / np.log(BET_RATIO))) + 1)[1:]
+BET_FRACTIONS = np.concatenate([_LOW, _HIGH])
+LOG_GRID = math.log(len(BET_FRACTIONS))
 
 
 def log_mgf(mu: np.ndarray, bet: np.ndarray) -> np.ndarray:
     """``psi(l) = log(1 - mu + mu e^l)``: the Bernoulli(mu) log-MGF, the bound for every [0,1] law of mean mu."""
     return np.log1p(mu * np.expm1(bet))
+
+
+def betting_growth(values: np.ndarray, weights: np.ndarray, mu: float) -> float:
+    """``max_j sum_i w_i log(1 + (t_j / mu)(y_i - mu))``: the best growth per row of the betting
+    mixture's components when ``Y`` takes ``values`` with probabilities ``weights`` (0 when no bet grows)."""
+    y = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    terms = np.log1p(BET_FRACTIONS[None, :] * (y[:, None] - mu) / mu)
+    return max(0.0, float((w[:, None] * terms).sum(axis=0).max()))
 
 
 def bet_for_mean(mean: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -107,9 +130,12 @@ class SideEvidence:
 
     ``mu``: null edges (after mapping the lower side to ``1 - Y``); ``log_threshold``: ``ln(1/a)`` per
     event; ``active``: sides that can reject at all (``mu < 1``, and not a zero-tolerance event, which is
-    tested exactly elsewhere)."""
+    tested exactly elsewhere); ``contributions``: ``Y[key, event]`` in [0, 1] of a row by its key (the
+    family matrix, or ``1 -`` it on a lower side), which the betting mixture needs row by row; without
+    it every ``Y`` is an indicator and a batch is known by its sums alone."""
 
-    def __init__(self, mu: np.ndarray, log_threshold: np.ndarray, active: np.ndarray):
+    def __init__(self, mu: np.ndarray, log_threshold: np.ndarray, active: np.ndarray,
+                 contributions: np.ndarray | None = None):
         self.mu = np.clip(np.asarray(mu, dtype=np.float64), 1e-300, 1.0)
         self.log_threshold = np.asarray(log_threshold, dtype=np.float64)
         self.active = np.asarray(active, dtype=bool) & (self.mu < 1.0)
@@ -123,7 +149,20 @@ class SideEvidence:
         self.planned = 0
         self._cached: np.ndarray | None = None
         safe_mu = np.where(self.active, self.mu, 0.5)
-        self._grid_mgf = log_mgf(safe_mu[:, None], BET_GRID[None, :])  # [events, G]: psi(l_j) per event
+        self._log_growth = np.zeros((size, len(BET_FRACTIONS)))  # log of each bet's product, per event
+        self._log_zero = np.log1p(-BET_FRACTIONS)[None, :]  # a row with Y = 0: 1 - t
+        self._log_one = np.log1p(BET_FRACTIONS[None, :] * (1.0 - safe_mu[:, None]) / safe_mu[:, None])
+        self._frac = None
+        if contributions is not None:
+            y = np.asarray(contributions, dtype=np.float64)
+            self._ones = (y >= 1.0).astype(np.float64)  # [keys, events]
+            inner = (y > 0.0) & (y < 1.0)
+            events, keys = np.nonzero(inner.T)  # sorted by event, for reduceat
+            if keys.size:
+                edge = safe_mu[events][:, None]
+                terms = np.log1p(BET_FRACTIONS[None, :] * (y[keys, events][:, None] - edge) / edge)
+                starts = np.flatnonzero(np.r_[True, events[1:] != events[:-1]])
+                self._frac = (keys, events[starts], starts, terms, inner.astype(np.float64))
 
     def plan(self, rows: int) -> None:
         """Fix the design bet for a quota of ``rows`` further rows (only between batches: predictable)."""
@@ -139,11 +178,25 @@ class SideEvidence:
         """``ln(1/a)`` less what the design process had reached when its bet was last fixed."""
         return np.maximum(self.log_threshold - self.design_offset, 0.0)
 
-    def update(self, sums: np.ndarray, rows: int) -> None:
-        """Fold in one batch: ``sums`` of ``Y`` per event over its ``rows`` rows."""
+    def update(self, sums: np.ndarray, rows: int, counts: np.ndarray | None = None) -> None:
+        """Fold in one batch: ``sums`` of ``Y`` per event over its ``rows`` rows; ``counts``: rows per key
+        (needed when the side was built with ``contributions``)."""
         if rows <= 0:
             return
         self.log_design += self.design_bet * sums - rows * log_mgf(self.mu, self.design_bet)
+        if counts is None:  # indicators: sums rows have Y = 1, the rest Y = 0
+            ones, inner = np.asarray(sums, dtype=np.float64), 0.0
+        else:
+            c = np.asarray(counts, dtype=np.float64)
+            ones = c @ self._ones
+            inner = 0.0
+            if self._frac is not None:
+                keys, events, starts, terms, inner_mask = self._frac
+                inner = c @ inner_mask
+                weighted = terms * c[keys][:, None]
+                self._log_growth[events] += np.add.reduceat(weighted, starts, axis=0)
+        zeros = np.maximum(rows - ones - inner, 0.0)
+        self._log_growth += zeros[:, None] * self._log_zero + np.asarray(ones)[:, None] * self._log_one
         self.total += sums
         self.rows += rows
         self.design_rows += rows
@@ -151,10 +204,9 @@ class SideEvidence:
 
     @property
     def log_mixture(self) -> np.ndarray:
-        """``log M_mix = log mean_j exp(l_j S_n - n psi(l_j))`` per event."""
-        terms = BET_GRID[None, :] * self.total[:, None] - self.rows * self._grid_mgf
-        top = terms.max(axis=1)
-        return top + np.log(np.exp(terms - top[:, None]).sum(axis=1)) - LOG_GRID
+        """``log M_bet = log mean_j prod_i (1 + (t_j / mu)(Y_i - mu))`` per event."""
+        top = self._log_growth.max(axis=1)
+        return top + np.log(np.exp(self._log_growth - top[:, None]).sum(axis=1)) - LOG_GRID
 
     @property
     def log_evidence(self) -> np.ndarray:

@@ -11,6 +11,11 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
 * ``first-token`` - every non-trivial union of first-token buckets (single tokens when V <= 8,
   otherwise 8 buckets ordered by ``p - q``): any deviation of the first token's law of total
   variation ``d`` shows as a shift of ``d`` in one of these events.
+* ``later-token`` - for every later position ``j = 2..K+1``, every non-trivial union of classes (when
+  there are at most 8) that the ``j``-th token of the continued sequence falls in, Rao-Blackwellised
+  as ``lossless`` is: a bug confined to one position (a bonus token drawn from the wrong law) shifts
+  one such event by its whole size at that position, where a prefix event splits it over every
+  prefix.  Its contributions are sums of ``lossless`` columns (the full-length ones).
 * ``bug-class`` - for small vocabularies, the excess set ``{s : P_bad(s) > P(s)}`` of each known
   incorrect rule in the catalogue (the most powerful single event against that alternative).
 * ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
@@ -173,6 +178,37 @@ def _lossless_family(real: Realisation) -> EventFamily:
     )
 
 
+def _later_token_family(real: Realisation, lossless: EventFamily) -> EventFamily | None:
+    """Unions of classes at each later position of the continued sequence (module docstring)."""
+    c, k = real.classes, real.k
+    if k == 0 or c > MAX_BUCKETS:
+        return None
+    seqs = _decode(c, k + 1)
+    full = np.array([i for i, t in enumerate(seqs) if len(t) == k + 1])
+    classes = np.array([seqs[i] for i in full])  # [full sequences, K+1]
+    subsets = [sub for size in range(1, c) for sub in itertools.combinations(range(c), size)]
+    label = "token" if c == real.vocab else f"class mod {c} of token"
+    columns, expected, names, positions = [], [], [], {}
+    for j in range(1, k + 1):
+        for sub in subsets:
+            members = full[np.isin(classes[:, j], sub)]
+            positions[len(names)] = j + 1
+            columns.append(lossless.matrix[:, members].sum(axis=1))
+            expected.append(float(lossless.expected[members].sum()))
+            names.append(f"{label} {j + 1} of the continued sequence in {set(sub)}")
+    expected_arr = np.array(expected)
+    return EventFamily(
+        name="later-token",
+        key=lossless.key,
+        n_keys=lossless.n_keys,
+        matrix=np.clip(np.stack(columns, axis=1), 0.0, 1.0),
+        expected=expected_arr,
+        names=names,
+        zero_tolerance=expected_arr == 0.0,
+        positions=positions,
+    )
+
+
 def _first_token_family(real: Realisation) -> EventFamily:
     vocab = real.vocab
     p0 = real.rounded.exact_row("target", (0, 0))
@@ -310,7 +346,11 @@ def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
 
 def build_families(real: Realisation, rule: str | StepRule | None = None) -> list[EventFamily]:
     """The families tested on one realised scenario (``rule``: also test conformance to it)."""
-    families = [_lossless_family(real), _first_token_family(real)]
+    lossless = _lossless_family(real)
+    families = [lossless, _first_token_family(real)]
+    later = _later_token_family(real, lossless)
+    if later is not None:
+        families.append(later)
     if real.enumerable:
         bug = _bug_class_family(real)
         if bug is not None:
