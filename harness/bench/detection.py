@@ -21,7 +21,9 @@ lossless law, in the most sensitive enumerable scenario) and each method's ``row
 Members specproof does not catch within the cap and that have a uniform-injection core are analysed
 on the exact RNG grid (:func:`~specproof.harness.drift.grid.measure_grid`, no sampling) over the
 default suite's enumerable scenarios; the first verdict other than exact/within tolerance is
-reported.  False alarms: the same runs on the exact float32 implementation (``canonical-ratio-race``).
+reported.  False alarms: the same runs on the exact float32 implementation (``canonical-ratio-race``),
+and the chi-square baseline's own procedure on ``CHI_SQUARE_NULL_TRIALS`` simulated null trials
+(:func:`~.baselines.chi_square_null_rate`: its real false-alarm rate, against its nominal 1e-6).
 
 Goals (issue 16): every member caught by specproof's black-box path; ``rows / N*`` (median over at
 least 5 seeds) with median at most 4 and maximum at most 10 over the members with ``N* >= 30`` whose
@@ -44,7 +46,7 @@ import numpy as np
 from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.bench.baselines import BASELINES, CountingVerifier, Flag, RowsToFlag
+from specproof.harness.bench.baselines import BASELINES, CountingVerifier, Flag, RowsToFlag, chi_square_null_rate
 from specproof.harness.bench.event_limit import event_limit_table
 from specproof.harness.bench.oracle import oracle_table
 from specproof.harness.check.runner import check_verifier
@@ -60,6 +62,7 @@ CHI_SQUARE = "chi-square-first-token"
 CONTROL = "canonical-ratio-race"
 CHECK_DTYPE, CHECK_ALPHA = "float32", 1e-6  # what the bench's checks and their event limit both use
 MIN_SAMPLES = 64  # check_verifier's smallest rows per scenario
+CHI_SQUARE_NULL_TRIALS = 40_000  # ~270 alarms at its measured rate: the rate to about 6%
 ORACLE_FLOOR = 30  # the rows-to-N* goals cover members with N* at least this (issue 16)
 GOAL_MEDIAN, GOAL_MAX = 4.0, 10.0
 GOAL_SEEDS = 5
@@ -216,6 +219,8 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
     control = _run_methods(get(CONTROL).fn, seeds, row_budget, time_limit, suite)
     false_alarms = {m: {"flagged_seeds": sum(1 for r in control[m]["per_seed"].values() if r["rows"] is not None),
                         "seeds": len(seeds), "detail": control[m]} for m in METHODS}
+    say("detection: chi-square under the exact null")
+    chi_square_null = chi_square_null_rate(CHI_SQUARE_NULL_TRIALS, 0, row_budget)
     records: dict[str, Any] = {}
     excluded: dict[str, str] = {}
     for record in zoo:
@@ -236,6 +241,7 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
                         **{k: v[0] for k, v in BASELINES.items()}},
             "seeds": list(seeds), "row_budget": row_budget, "time_limit_seconds": time_limit,
             "members": records, "excluded": excluded, "false_alarms": false_alarms,
+            "chi_square_null": chi_square_null,
             "oracle": {k: v for k, v in oracle.items() if k != "members"},
             "summary": _summary(records, len(seeds)), "seconds": time.perf_counter() - start}
 

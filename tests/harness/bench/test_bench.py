@@ -4,14 +4,16 @@ import argparse
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from specproof.harness.bench import run as bench
 from specproof.harness.cli import bench as bench_cli
 from specproof.harness.bench.run import BenchConfig, fit_exponent, run_bench, write_bench
-from specproof.harness.bench.baselines import (Flag, chi_square_first_token, rows_to_flag,
-                                               runtime_distribution_test, runtime_schedule)
+from specproof.harness.bench.baselines import (Flag, chi_square_first_token, chi_square_null_rate,
+                                               pearson_p_values, rows_to_flag, runtime_distribution_test,
+                                               runtime_schedule)
 from specproof.impls import get
 from specproof.proofs.errors import SpecproofInputError
 
@@ -35,6 +37,29 @@ def test_runtime_test_passes_exact_and_flags_resampling_from_p():
     assert not exact.flagged and exact.rows == 111_110
     assert exact.threshold == pytest.approx(20.0)  # the runtimes' multiplier at their top count
     assert runtime_distribution_test(RESAMPLE_FROM_P, 100_000, seed=0).flagged
+
+
+def test_pearson_p_values_match_scipy_and_a_count_where_p_is_zero_is_certain():
+    from scipy.stats import chisquare
+
+    observed = np.array([[3.0, 5.0, 8.0], [0.0, 10.0, 6.0], [1.0, 0.0, 15.0]])
+    expected = np.array([[4.0, 4.0, 8.0], [2.0, 8.0, 6.0], [0.0, 1.0, 15.0]])
+    stats, values = pearson_p_values(observed, expected)
+    for i in range(2):
+        ref = chisquare(observed[i], expected[i])
+        assert stats[i] == pytest.approx(ref.statistic) and values[i] == pytest.approx(ref.pvalue)
+    assert math.isinf(stats[2]) and values[2] == 0.0
+
+
+def test_the_chi_square_baselines_real_false_alarm_rate_is_far_above_its_nominal_level():
+    """Under the exact null its asymptotic p-value at 16 rows flags about 3 in 1,000 trials, not 1 in a
+    million: a single count on a token of small p_0 passes the critical value.  The schedule adds more."""
+    null = chi_square_null_rate(20_000, 1, 1 << 12)
+    assert null == chi_square_null_rate(20_000, 1, 1 << 12)  # seeded
+    assert null["looks"] == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    assert null["first_look_alarms"] >= 20  # >= 1e-3; the nominal level predicts 0.02 alarms
+    assert null["first_look_alarms"] <= null["schedule_alarms"] <= null["trials"]
+    assert null["schedule_rate"] == null["schedule_alarms"] / null["trials"]
 
 
 def test_chi_square_passes_exact_and_flags_resampling_from_p():
@@ -134,6 +159,8 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert summary["goals"]["rows_vs_oracle"]["met"] is None  # one seed: the goal needs five
     assert summary["rows_over_n_star"]["members"] == ["le-ratio-invcdf"]  # N* >= 30 (continue-after-rejection: ~5)
     assert all(v["flagged_seeds"] == 0 for v in det["false_alarms"].values())
+    null = det["chi_square_null"]
+    assert null["looks"][-1] <= TINY.detection_row_budget and null["schedule_alarms"] >= null["first_look_alarms"] > 0
 
     cpu = data["throughput"]["devices"]["cpu"]
     assert set(cpu) == {"V32", "V64"} and "cuda" not in data["throughput"]["devices"]
