@@ -195,7 +195,8 @@ def chi_square_null_rate(trials: int, seed: int, budget: int, *, alpha_test: flo
     on the doubling schedule up to ``budget`` rows, one fresh Dirichlet pair per trial) applied to
     first tokens drawn from ``p_0`` itself - the law every lossless verifier's first token follows.
     Returns the trials flagged at the first look and anywhere on the schedule (nominal: ``alpha_test``
-    per look); the asymptotic p-value is what makes them differ from it."""
+    per look; the bench's time limit, which can cut a schedule short, is not applied, so the schedule's
+    rate is an upper bound for a time-limited run); the asymptotic p-value makes them differ from it."""
     rng = np.random.default_rng(seed)
     p0 = rng.dirichlet(np.full(BASELINE_VOCAB, DIRICHLET_ALPHA), trials)
     p0 = p0.astype(np.float32).astype(np.float64)

@@ -164,12 +164,12 @@ def _detection(data: dict[str, Any]) -> list[str]:
                        for m in methods)
     lines += ["", f"False alarms on the exact float32 implementation (same runs): {alarms}.", ""]
     null = det.get("chi_square_null")
-    if null:
+    if null and null["looks"]:
         lines += [f"`chi-square-first-token` under the exact null ({null['trials']:,} simulated trials of its own "
                   f"procedure, first tokens drawn from p_0, seed {null['seed']}): p-value below "
                   f"{null['alpha_test']:g} at its first look ({null['looks'][0]} rows) in "
                   f"{null['first_look_alarms']:,} trials ({null['first_look_rate']:.2g}), anywhere on its "
-                  f"doubling schedule up to {null['looks'][-1]:,} rows in {null['schedule_alarms']:,} "
+                  f"doubling schedule up to {null['looks'][-1]:,} rows (no time limit) in {null['schedule_alarms']:,} "
                   f"({null['schedule_rate']:.2g}); its asymptotic p-value is not valid at a few dozen rows, "
                   f"so its rows are not those of a test at level {null['alpha_test']:g}.", ""]
     return lines

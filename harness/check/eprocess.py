@@ -22,12 +22,14 @@ supermartingales is one):
   ``0 <= l < 1/mu`` every factor is positive and ``E[1 + l (Y - mu)] = 1 + l (E[Y] - mu) <= 1`` under
   every null law, so each product is a nonnegative supermartingale.  On an indicator ``Y`` it is the
   Bernoulli likelihood ratio of the mean ``mu + t (1 - mu)`` (the exponential bet's family); on a
-  Rao-Blackwellised ``Y`` strictly inside ``(0, 1)`` it gains more: a row whose ``Y`` equals ``mu``
-  (an event its prefix does not yet decide) multiplies by exactly 1, where ``exp(l Y - psi(l))`` is
-  below 1 (Jensen).  Its bets need no estimate, so the very first batch counts: ``log M_bet >= n g - ln G``
-  with ``g`` the growth per row of the best grid bet; on indicators of mean ``m`` whose optimal
-  fraction ``(m - mu) / (1 - mu)`` lies in ``[1.2e-3, 0.975]``, ``g >= 0.95 KL(m || mu)`` (a sweep in
-  the tests);
+  Rao-Blackwellised ``Y`` (the conditional probability ``P(A | s)`` of a row whose emitted prefix
+  ``s`` does not decide the event) it can only gain: ``log(1 + l (y - mu))`` is concave in ``y``, so a
+  law on ``[0, 1]`` grows at least as fast as the indicator of the same mean, and a row whose ``Y``
+  equals the edge multiplies by exactly 1, where ``exp(l Y - psi(l))`` is below 1 (Jensen).  Its
+  bets need no estimate, so the very first batch counts: ``log M_bet >= sum_i log(1 + l_j (Y_i -
+  mu)) - ln G`` for the best grid bet ``l_j``, whose expected growth per row ``g`` is, on indicators of
+  mean ``m`` whose optimal fraction ``(m - mu) / (1 - mu)`` lies in ``[1.2e-3, 0.975]``, at least
+  ``0.95 KL(m || mu)`` (a sweep in the tests);
 * design: one exponential bet ``exp(l Y - psi(l))`` fixed when the row quota ``n`` is planned, at the
   fixed-sample Chernoff threshold for ``t = ln(2/a)``: at ``n`` rows it rejects exactly when
   ``n KL(mean || mu) >= t``, so the run keeps the fixed-sample power of
@@ -187,7 +189,11 @@ class SideEvidence:
         if counts is None:  # indicators: sums rows have Y = 1, the rest Y = 0
             ones, inner = np.asarray(sums, dtype=np.float64), 0.0
         else:
+            if not hasattr(self, "_ones"):
+                raise ValueError("counts per key need the contributions matrix: build the side with contributions=")
             c = np.asarray(counts, dtype=np.float64)
+            if abs(float(c.sum()) - rows) > 0.5:
+                raise ValueError(f"counts sum to {c.sum():g}, not to the batch's {rows} rows")
             ones = c @ self._ones
             inner = 0.0
             if self._frac is not None:
@@ -195,7 +201,7 @@ class SideEvidence:
                 inner = c @ inner_mask
                 weighted = terms * c[keys][:, None]
                 self._log_growth[events] += np.add.reduceat(weighted, starts, axis=0)
-        zeros = np.maximum(rows - ones - inner, 0.0)
+        zeros = np.maximum(rows - ones - inner, 0.0)  # >= 0 up to float rounding
         self._log_growth += zeros[:, None] * self._log_zero + np.asarray(ones)[:, None] * self._log_one
         self.total += sums
         self.rows += rows
@@ -210,7 +216,7 @@ class SideEvidence:
 
     @property
     def log_evidence(self) -> np.ndarray:
-        """``log E = log((M_mix + M_design) / 2)`` per event; ``-inf`` on inactive sides (cached per batch)."""
+        """``log E = log((M_bet + M_design) / 2)`` per event; ``-inf`` on inactive sides (cached per batch)."""
         if self._cached is None:
             self._cached = np.where(self.active, np.logaddexp(self.log_mixture, self.log_design) - LN2, -np.inf)
         return self._cached

@@ -12,7 +12,8 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   otherwise 8 buckets ordered by ``p - q``): any deviation of the first token's law of total
   variation ``d`` shows as a shift of ``d`` in one of these events.
 * ``later-token`` - for every later position ``j = 2..K+1``, every non-trivial union of classes (when
-  there are at most 8) that the ``j``-th token of the continued sequence falls in, Rao-Blackwellised
+  there are 2 to 8; one of each complementary pair, both sides tested) that the ``j``-th token of the
+  continued sequence falls in, Rao-Blackwellised
   as ``lossless`` is: a bug confined to one position (a bonus token drawn from the wrong law) shifts
   one such event by its whole size at that position, where a prefix event splits it over every
   prefix.  Its contributions are sums of ``lossless`` columns (the full-length ones).
@@ -181,30 +182,32 @@ def _lossless_family(real: Realisation) -> EventFamily:
 def _later_token_family(real: Realisation, lossless: EventFamily) -> EventFamily | None:
     """Unions of classes at each later position of the continued sequence (module docstring)."""
     c, k = real.classes, real.k
-    if k == 0 or c > MAX_BUCKETS:
+    if k == 0 or not 2 <= c <= MAX_BUCKETS:
         return None
     seqs = _decode(c, k + 1)
     full = np.array([i for i, t in enumerate(seqs) if len(t) == k + 1])
     classes = np.array([seqs[i] for i in full])  # [full sequences, K+1]
-    subsets = [sub for size in range(1, c) for sub in itertools.combinations(range(c), size)]
+    # a union and its complement are one event read from its two sides (their contributions sum to
+    # 1 row by row): only the unions holding class 0 are kept
+    subsets = [sub for size in range(1, c) for sub in itertools.combinations(range(c), size) if 0 in sub]
     label = "token" if c == real.vocab else f"class mod {c} of token"
-    columns, expected, names, positions = [], [], [], {}
+    columns, expected, zero, names, positions = [], [], [], [], {}
     for j in range(1, k + 1):
         for sub in subsets:
             members = full[np.isin(classes[:, j], sub)]
             positions[len(names)] = j + 1
             columns.append(lossless.matrix[:, members].sum(axis=1))
             expected.append(float(lossless.expected[members].sum()))
+            zero.append(bool(lossless.zero_tolerance[members].all()))  # exact: every member has probability 0
             names.append(f"{label} {j + 1} of the continued sequence in {set(sub)}")
-    expected_arr = np.array(expected)
     return EventFamily(
         name="later-token",
         key=lossless.key,
         n_keys=lossless.n_keys,
         matrix=np.clip(np.stack(columns, axis=1), 0.0, 1.0),
-        expected=expected_arr,
+        expected=np.array(expected),
         names=names,
-        zero_tolerance=expected_arr == 0.0,
+        zero_tolerance=np.array(zero),
         positions=positions,
     )
 

@@ -6,6 +6,7 @@ import pytest
 
 from specproof.harness.bench.event_limit import best_side, event_limit_table, event_means, key_weights, prepare_suite
 from specproof.harness.check.scenarios import default_suite
+from specproof.harness.check.statistics import bernoulli_kl
 from specproof.proofs.laws.sequences import round_law
 from specproof.proofs.laws.step_rules import get_step_rule
 
@@ -39,6 +40,9 @@ def test_a_known_bug_gets_the_rows_of_its_best_side(prepared):
     assert beyond
     assert best["rows"] * best["growth"] == pytest.approx(best["log_threshold"])
     assert 0.0 < best["growth"] < math.inf
+    # log(1 + l (y - mu)) is concave in y: a [0, 1] law grows at least as fast as the indicator of the
+    # same mean, whose best grid bet is within 5% of KL(m || mu) (harness.check.eprocess)
+    assert best["growth"] >= 0.95 * bernoulli_kl(best["bad_mean"], best["edge"])
     assert best["log_threshold"] > math.log(1e6)  # a Bonferroni share of alpha = 1e-6
     # no other side of any scenario needs fewer rows
     for real, stream, thresholds in prepared:

@@ -36,10 +36,10 @@ def test_every_bet_of_the_mixture_has_expected_factor_at_most_one_under_the_null
 
 
 def test_the_mixture_stays_below_its_threshold_under_a_null_law_over_many_runs():
-    """Ville: P(sup E >= 1/a) <= a.  A law on {0, mu, 1} with mean mu read after every batch of 10
-    rows for 2,000 rows, 2,000 runs, a = 0.05: the observed rate stays within its binomial bound."""
+    """Ville: P(sup E >= 1/a) <= a.  A law on {0, mu, 1} with mean mu read after every batch of 20
+    rows for 2,000 rows, 1,000 runs, a = 0.05: the observed rate stays within its binomial bound."""
     rng = np.random.default_rng(11)
-    mu, a, runs = 0.2, 0.05, 2000
+    mu, a, runs = 0.2, 0.05, 1000
     values = np.array([0.0, mu, 1.0])
     probs = np.array([0.5 * (1 - mu), 0.5, 0.5 * mu])  # mean 0.5 mu + 0.5 mu = mu
     matrix = values[:, None]
@@ -47,14 +47,37 @@ def test_the_mixture_stays_below_its_threshold_under_a_null_law_over_many_runs()
     for _ in range(runs):
         side = SideEvidence(np.array([mu]), np.array([math.log(1 / a)]), np.array([True]), matrix)
         side.plan(2000)
-        for _ in range(200):
-            counts = rng.multinomial(10, probs).astype(np.float64)
-            side.update(counts @ matrix[:, 0:1], 10, counts)
+        for _ in range(100):
+            counts = rng.multinomial(20, probs).astype(np.float64)
+            side.update(counts @ matrix[:, 0:1], 20, counts)
             if side.rejected[0]:
                 crossed += 1
                 break
-    # binomial(2000, 0.05): mean 100, sd 9.7; 5 sd above the mean
-    assert crossed <= 100 + 5 * math.sqrt(runs * a * (1 - a)), crossed
+    # binomial(1000, 0.05): mean 50, sd 6.9; 5 sd above the mean
+    assert crossed <= runs * a + 5 * math.sqrt(runs * a * (1 - a)), crossed
+
+
+def test_the_mixture_is_the_mean_over_the_grid_of_the_per_row_products_of_its_definition():
+    """Brute force from the definition, both sides, fractional and 0/1 contributions, two batches."""
+    rng = np.random.default_rng(5)
+    matrix = np.clip(rng.random((6, 5)) * (rng.random((6, 5)) > 0.3), 0, 1)
+    matrix[0] = 1.0
+    matrix[:, 2] = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # an event with no fractional entry, between two with some
+    upper, lower = np.array([0.3, 0.5, 0.4, 0.05, 0.7]), np.array([0.2, 0.4, 0.3, 0.01, 0.6])
+    up = SideEvidence(upper, np.full(5, 30.0), np.ones(5, bool), matrix)
+    down = SideEvidence(1.0 - lower, np.full(5, 30.0), np.ones(5, bool), 1.0 - matrix)
+    rows_y = []
+    for _ in range(2):
+        counts = rng.multinomial(40, np.full(6, 1 / 6)).astype(np.float64)
+        sums = counts @ matrix
+        up.update(sums, 40, counts)
+        down.update(40 - sums, 40, counts)
+        rows_y += [matrix[key] for key, c in enumerate(counts) for _ in range(int(c))]
+    y = np.array(rows_y)  # [rows, events]
+    for side, values, mu in ((up, y, upper), (down, 1.0 - y, 1.0 - lower)):
+        logs = np.log1p(BET_FRACTIONS[None, None, :] * (values[:, :, None] - mu[None, :, None]) / mu[None, :, None])
+        expect = np.log(np.exp(logs.sum(axis=0)).mean(axis=1))
+        assert side.log_mixture == pytest.approx(expect, rel=1e-10, abs=1e-10)
 
 
 def test_indicator_mode_and_a_zero_one_matrix_agree():
