@@ -8,8 +8,9 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   sequences.  The continuation is never sampled: a row that emitted ``s`` contributes the exact
   conditional probability that the target would extend ``s`` into the event (Rao-Blackwellisation;
   the expectation is unchanged and the variance can only drop).  Every lossless rule must match.
-* ``first-token`` - every non-trivial union of first-token buckets (single tokens when V <= 8,
-  otherwise 8 buckets ordered by ``p - q``): any deviation of the first token's law of total
+* ``first-token`` - every non-trivial union of first-token buckets holding bucket 0 (the complement
+  of a union is the same event read from its other side; single tokens when V <= 8, otherwise 8
+  buckets ordered by ``p - q``): any deviation of the first token's law of total
   variation ``d`` shows as a shift of ``d`` in one of these events.
 * ``later-token`` - for every later position ``j = 2..K+1``, every non-trivial union of classes (when
   there are 2 to 8; one of each complementary pair, both sides tested) that the ``j``-th token of the
@@ -229,7 +230,9 @@ def _first_token_family(real: Realisation) -> EventFamily:
         labels = [f"bucket {b} (by p-q)" for b in range(MAX_BUCKETS)]
     n_buckets = int(bucket_of.max()) + 1
     mass = [sum((p0[v] for v in np.flatnonzero(bucket_of == b)), Fraction(0)) for b in range(n_buckets)]
-    subsets = [sub for size in range(1, n_buckets) for sub in itertools.combinations(range(n_buckets), size)]
+    # one union of each complementary pair (both sides are tested, and a complement's sides are its own)
+    subsets = [sub for size in range(1, n_buckets) for sub in itertools.combinations(range(n_buckets), size)
+               if 0 in sub]
     if n_buckets == 1:
         subsets = []
     matrix = np.zeros((n_buckets, len(subsets)))
