@@ -16,9 +16,10 @@ Each side reads the mean ``E = (M_bet + M_design) / 2`` of two such processes (a
 supermartingales is one):
 
 * betting mixture: the average over a fixed grid of ``G`` bet fractions ``0 < t_1 < ... < t_G < 1``
-  (geometric in ``t`` below 1/2 and in ``1 - t`` above it, ratio ``BET_RATIO``; ``l = t / mu``) of ``prod_i (1 + (t_j / mu) (Y_i - mu))`` (testing by betting:
-  Waudby-Smith and Ramdas 2024, "Estimating means of bounded random variables by betting", JRSS B
-  86(1), sec. 4; a discrete mixture as in Howard et al. 2021, Ann. Statist. 49(2), sec. 3).  For
+  (geometric in ``t`` below 1/2 and in ``1 - t`` above it, ratio ``BET_RATIO``; ``l = t / mu``) of
+  ``prod_i (1 + (t_j / mu) (Y_i - mu))`` (testing by betting: Waudby-Smith and Ramdas 2024,
+  "Estimating means of bounded random variables by betting", JRSS B 86(1), sec. 4; a discrete
+  mixture as in Howard et al. 2021, Ann. Statist. 49(2), sec. 3).  For
   ``0 <= l < 1/mu`` every factor is positive and ``E[1 + l (Y - mu)] = 1 + l (E[Y] - mu) <= 1`` under
   every null law, so each product is a nonnegative supermartingale.  On an indicator ``Y`` it is the
   Bernoulli likelihood ratio of the mean ``mu + t (1 - mu)`` (the exponential bet's family); on a

@@ -10,14 +10,14 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   the expectation is unchanged and the variance can only drop).  Every lossless rule must match.
 * ``first-token`` - every non-trivial union of first-token buckets holding bucket 0 (the complement
   of a union is the same event read from its other side; single tokens when V <= 8, otherwise 8
-  buckets ordered by ``p - q``): any deviation of the first token's law of total
-  variation ``d`` shows as a shift of ``d`` in one of these events.
+  buckets ordered by ``p - q``): any deviation of the first token's law of total variation ``d``
+  shows as a shift of ``d`` in one of these events, on one of its sides.
 * ``later-token`` - for every later position ``j = 2..K+1``, every non-trivial union of classes (when
   there are 2 to 8; one of each complementary pair, both sides tested) that the ``j``-th token of the
-  continued sequence falls in, Rao-Blackwellised
-  as ``lossless`` is: a bug confined to one position (a bonus token drawn from the wrong law) shifts
-  one such event by its whole size at that position, where a prefix event splits it over every
-  prefix.  Its contributions are sums of ``lossless`` columns (the full-length ones).
+  continued sequence falls in, Rao-Blackwellised as ``lossless`` is: a bug confined to one position
+  (a bonus token drawn from the wrong law) shifts one such event by its whole size at that position,
+  where a prefix event splits it over every prefix.  Its contributions are sums of ``lossless``
+  columns (the full-length ones).
 * ``bug-class`` - for small vocabularies, the excess set ``{s : P_bad(s) > P(s)}`` of each known
   incorrect rule in the catalogue (the most powerful single event against that alternative).
 * ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
