@@ -50,7 +50,7 @@ from specproof.harness.files.json_numbers import number_word
 __all__ = ["BASELINE_VOCAB", "BASELINE_DRAFTS", "DIRICHLET_ALPHA", "REFERENCE_LAWS", "RUNTIME_MULTIPLIER",
            "Flag", "RowsToFlag", "runtime_distribution_test", "chi_square_first_token",
            "runtime_schedule", "rows_to_flag", "CountingVerifier", "BASELINES", "pearson_p_values",
-           "chi_square_null_rate"]
+           "chi_square_null_rate", "chi_square_schedule"]
 
 BASELINE_VOCAB = 10
 BASELINE_DRAFTS = 2
@@ -92,11 +92,20 @@ class CountingVerifier:
         return self.fn(draft_probs, target_probs, draft_token_ids, generator)
 
 
+def _float32_expectations(rows: np.ndarray) -> np.ndarray:
+    """Each row rounded to float32 (what the verifier sees), renormalised in float64 (the expectation)."""
+    exact = np.asarray(rows, dtype=np.float32).astype(np.float64)
+    return exact / exact.sum(axis=-1, keepdims=True)
+
+
 def _float32_law(row: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
     """The float32 row the verifier sees, and its float64 renormalisation (the expectation)."""
-    row32 = torch.tensor(row, dtype=torch.float32)
-    exact = row32.double().numpy()
-    return row32, exact / exact.sum()
+    return torch.tensor(row, dtype=torch.float32), _float32_expectations(row)
+
+
+def chi_square_schedule(budget: int) -> list[int]:
+    """The chi-square baseline's doubling sizes: 16, 32, ... up to ``budget`` rows."""
+    return [1 << j for j in range(4, 64) if (1 << j) <= budget]
 
 
 def _emitted(fn: Callable[..., Any], target: torch.Tensor, draft: torch.Tensor, n: int,
@@ -198,10 +207,8 @@ def chi_square_null_rate(trials: int, seed: int, budget: int, *, alpha_test: flo
     per look; the bench's time limit, which can cut a schedule short, is not applied, so the schedule's
     rate is an upper bound for a time-limited run); the asymptotic p-value makes them differ from it."""
     rng = np.random.default_rng(seed)
-    p0 = rng.dirichlet(np.full(BASELINE_VOCAB, DIRICHLET_ALPHA), trials)
-    p0 = p0.astype(np.float32).astype(np.float64)
-    p0 /= p0.sum(axis=1, keepdims=True)
-    sizes = [1 << j for j in range(4, 64) if (1 << j) <= budget]
+    p0 = _float32_expectations(rng.dirichlet(np.full(BASELINE_VOCAB, DIRICHLET_ALPHA), trials))
+    sizes = chi_square_schedule(budget)
     flagged = np.zeros(trials, dtype=bool)
     first = 0
     for i, n in enumerate(sizes):
@@ -282,9 +289,8 @@ def _runtime(fn: Callable[..., Any], seed: int, budget: int, time_limit: float |
 
 
 def _chi_square(fn: Callable[..., Any], seed: int, budget: int, time_limit: float | None) -> RowsToFlag:
-    sizes = [1 << j for j in range(4, 64) if (1 << j) <= budget]
-    return rows_to_flag(lambda n: _guard(lambda f: chi_square_first_token(f, n, seed), fn), sizes,
-                        time_limit=time_limit)
+    return rows_to_flag(lambda n: _guard(lambda f: chi_square_first_token(f, n, seed), fn),
+                        chi_square_schedule(budget), time_limit=time_limit)
 
 
 BASELINES: dict[str, tuple[str, Callable[[Callable[..., Any], int, int, float | None], RowsToFlag]]] = {

@@ -51,7 +51,7 @@ import numpy as np
 from specproof.harness.check.statistics import bernoulli_kl
 
 __all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2",
-           "BET_FRACTIONS", "betting_growth"]
+           "BET_FRACTIONS", "betting_growth", "log_bet_factors"]
 
 LN2 = math.log(2.0)
 MAX_BET = 60.0  # l beyond this changes nothing measurable (e^-60) and would overflow expm1
@@ -70,13 +70,20 @@ def log_mgf(mu: np.ndarray, bet: np.ndarray) -> np.ndarray:
     return np.log1p(mu * np.expm1(bet))
 
 
+def log_bet_factors(y: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``log(1 + (t_j / mu)(y - mu))`` for every bet fraction ``t_j``: ``[len(y), G]`` (``mu`` per entry
+    or one edge); at least ``log(1 - t_j) > -inf`` on ``y`` in [0, 1]."""
+    y = np.asarray(y, dtype=np.float64)[:, None]
+    mu = np.asarray(mu, dtype=np.float64)
+    mu = mu[:, None] if mu.ndim else mu
+    return np.log1p(BET_FRACTIONS[None, :] * (y - mu) / mu)
+
+
 def betting_growth(values: np.ndarray, weights: np.ndarray, mu: float) -> float:
     """``max_j sum_i w_i log(1 + (t_j / mu)(y_i - mu))``: the best growth per row of the betting
     mixture's components when ``Y`` takes ``values`` with probabilities ``weights`` (0 when no bet grows)."""
-    y = np.asarray(values, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
-    terms = np.log1p(BET_FRACTIONS[None, :] * (y[:, None] - mu) / mu)
-    return max(0.0, float((w[:, None] * terms).sum(axis=0).max()))
+    return max(0.0, float((w[:, None] * log_bet_factors(values, mu)).sum(axis=0).max()))
 
 
 def bet_for_mean(mean: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -144,7 +151,6 @@ class SideEvidence:
         self.active = np.asarray(active, dtype=bool) & (self.mu < 1.0)
         size = self.mu.shape[0]
         self.rows = 0
-        self.total = np.zeros(size)
         self.log_design = np.zeros(size)
         self.design_bet = np.zeros(size)
         self.design_rows = 0  # rows seen since the design bet was fixed
@@ -153,19 +159,17 @@ class SideEvidence:
         self._cached: np.ndarray | None = None
         safe_mu = np.where(self.active, self.mu, 0.5)
         self._log_growth = np.zeros((size, len(BET_FRACTIONS)))  # log of each bet's product, per event
-        self._log_zero = np.log1p(-BET_FRACTIONS)[None, :]  # a row with Y = 0: 1 - t
-        self._log_one = np.log1p(BET_FRACTIONS[None, :] * (1.0 - safe_mu[:, None]) / safe_mu[:, None])
-        self._frac = None
+        self._log_zero = log_bet_factors(np.zeros(size), safe_mu)  # a row with Y = 0: log(1 - t)
+        self._log_one = log_bet_factors(np.ones(size), safe_mu)
+        self._ones: np.ndarray | None = None
+        self._inner = None
         if contributions is not None:
             y = np.asarray(contributions, dtype=np.float64)
             self._ones = (y >= 1.0).astype(np.float64)  # [keys, events]
-            inner = (y > 0.0) & (y < 1.0)
-            events, keys = np.nonzero(inner.T)  # sorted by event, for reduceat
+            events, keys = np.nonzero(((y > 0.0) & (y < 1.0)).T)  # the fractional entries, grouped by event
             if keys.size:
-                edge = safe_mu[events][:, None]
-                terms = np.log1p(BET_FRACTIONS[None, :] * (y[keys, events][:, None] - edge) / edge)
                 starts = np.flatnonzero(np.r_[True, events[1:] != events[:-1]])
-                self._frac = (keys, events[starts], starts, terms, inner.astype(np.float64))
+                self._inner = (keys, events[starts], starts, log_bet_factors(y[keys, events], safe_mu[events]))
 
     def plan(self, rows: int) -> None:
         """Fix the design bet for a quota of ``rows`` further rows (only between batches: predictable)."""
@@ -190,21 +194,20 @@ class SideEvidence:
         if counts is None:  # indicators: sums rows have Y = 1, the rest Y = 0
             ones, inner = np.asarray(sums, dtype=np.float64), 0.0
         else:
-            if not hasattr(self, "_ones"):
+            if self._ones is None:
                 raise ValueError("counts per key need the contributions matrix: build the side with contributions=")
             c = np.asarray(counts, dtype=np.float64)
             if abs(float(c.sum()) - rows) > 0.5:
                 raise ValueError(f"counts sum to {c.sum():g}, not to the batch's {rows} rows")
             ones = c @ self._ones
-            inner = 0.0
-            if self._frac is not None:
-                keys, events, starts, terms, inner_mask = self._frac
-                inner = c @ inner_mask
-                weighted = terms * c[keys][:, None]
-                self._log_growth[events] += np.add.reduceat(weighted, starts, axis=0)
+            inner = np.zeros_like(ones)  # rows with a fractional Y, per event
+            if self._inner is not None:
+                keys, events, starts, terms = self._inner
+                present = c[keys]
+                inner[events] = np.add.reduceat(present, starts)
+                self._log_growth[events] += np.add.reduceat(terms * present[:, None], starts, axis=0)
         zeros = np.maximum(rows - ones - inner, 0.0)  # >= 0 up to float rounding
         self._log_growth += zeros[:, None] * self._log_zero + np.asarray(ones)[:, None] * self._log_one
-        self.total += sums
         self.rows += rows
         self.design_rows += rows
         self._cached = None

@@ -33,11 +33,12 @@ one device, or one proof; its tasks are those ``specproof report`` plans for it.
 sha256 of its definition, the budget, the seed, the specproof and torch versions, the device's model
 (as the driver sees it) and the **source hash** of what it measures (the implementation's
 ``source_hash``, the pipeline's definition hash, the proofs package's sources).  When every task of a
-cell has finished its rows are written to ``OUT.cells/KEY.json`` (atomically, next to the report folder, which is published as a whole); a rerun loads the cells whose
-key is there instead of running them, so an interrupted campaign resumes and an edited implementation
-is measured again.  A cell whose device is not available (no CUDA here, or none in the Ray cluster) is
-listed as unavailable; a cell with a task lost on Ray is incomplete and is not cached.  Either makes
-the campaign exit 4; an unexpected row exits 1, as for ``specproof report``.
+cell has finished its rows are written to ``OUT.cells/KEY.json`` (atomically, next to the report
+folder, which is published as a whole); a rerun loads the cells whose key is there instead of running
+them, so an interrupted campaign resumes and an edited implementation is measured again.  A cell
+whose device is not available (no CUDA here, or none in the Ray cluster) is listed as unavailable; a
+cell with a task lost on Ray is incomplete and is not cached.  Either makes the campaign exit 4; an
+unexpected row exits 1, as for ``specproof report``.
 
 Rows of a device other than ``cpu`` carry `` @DEVICE`` in their input (keys stay unique across devices).
 

@@ -62,6 +62,7 @@ def locate_object(spec: str, argument: str) -> None:
     where, sep, name = spec.rpartition(":")
     if not sep or not where or not name:
         load_object(spec, argument)  # raises its own usage error
+        return
     if where.endswith(".py"):
         if not Path(where).is_file():
             raise SpecproofInputError(argument, f"file {where!r} does not exist", "check the path")
