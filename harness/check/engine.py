@@ -13,22 +13,26 @@ every stream (:func:`alpha_shares`: a fixed weight per family kind, then evenly)
 Allocation.  A screening pass gives every stream ``SCREEN_ROWS`` rows; then, after every batch, the
 next batch goes to the stream whose best event is closest to its threshold (``log E / ln(1/a) >=
 FOCUS``), sized to the rows its evidence growth predicts it needs, or else to the stream furthest
-behind its quota (batches double).  (Tried and dropped: following the stream with the most evidence
-beyond noise, ``max log E - ln K``; its ``ln K`` penalty delayed the focus, median rows x1.8.)  A stream stops at its first rejection or its quota; the run
-stops when every stream has, at the first rejection with ``fail_fast``, or when ``time_budget`` is spent.
+behind its quota (batches double).  Once the leader's score reaches ``APPROACH`` its batches shrink
+to half its predicted need (at least ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows
+past its crossing rather than up to a doubling past it.  (Tried and dropped: following the stream
+with the most evidence beyond noise, ``max log E - ln K``; its ``ln K`` penalty delayed the focus,
+median rows x1.8.)  A stream stops at its first rejection or its quota; the run stops when every
+stream has, at the first rejection with ``fail_fast``, or when ``time_budget`` is spent.
 
 Theorem (family-wise guarantee of the adaptive procedure).  If the system is lossless within the
-band (every stream's rows are i.i.d. with ``|E[Y_e] - P(A_e)| <= tau`` for every event), then
+band (every stream's rows are i.i.d., with ``|E[Y_e] - P(A_e)| <= band_e`` for every two-sided event
+and ``E[Y_e] >= P(A_e) - band_e`` for every floor, ``EventFamily.sides == "lower"``), then
 ``P(any finding) <= alpha`` whatever the allocation, batch sizes, stopping rule or time budget.
 Proof.  Zero-tolerance events and impossible outcomes have probability 0 under the null, so they never
 fire.  Fix a stream and picture its rows as one infinite i.i.d. sequence, drawn in order; the
 allocation only decides how far into each sequence the run reads, and it reads every sequence in
-order.  For one side of one event the bets of both e-processes are fixed before the batch they
-apply to, so each is a nonnegative supermartingale in that stream's row count (:mod:`.eprocess`),
-and so is their mean ``E``; by Ville's inequality the probability that ``E`` *ever* reaches ``1/a``
-along the infinite sequence is at most ``a``, which bounds the probability that it reaches it at any
-of the (data-dependent) times the run reads it.  A union bound over all sides gives
-``sum a <= alpha``.  Nothing else is tested.  QED.  (Independence of the streams is not needed.)
+order.  For one tested side of one event (a floor's upper side is never tested) the bets of both
+e-processes are fixed before the batch they apply to, so each is a nonnegative supermartingale in
+that stream's row count (:mod:`.eprocess`), and so is their mean ``E``; by Ville's inequality the
+probability that ``E`` *ever* reaches ``1/a`` along the infinite sequence is at most ``a``, which
+bounds the probability that it reaches it at any of the (data-dependent) times the run reads it.  A
+union bound over all sides gives ``sum a <= alpha``.  Nothing else is tested.  QED.  (Independence of the streams is not needed.)
 
 Power.  A stream run to its planned quota keeps the fixed-sample Chernoff power at the threshold
 ``ln(2/a)`` (the design e-process); its detectable TV is ``tau`` plus the shift the design process
@@ -51,20 +55,24 @@ from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.eprocess import LN2, SideEvidence
 from specproof.harness.check.events import EventFamily
-from specproof.harness.check.result import Finding, ScenarioReport, Verdict
-from specproof.harness.check.statistics import samples_for_shift
+from specproof.harness.check.result import FLOOR_FAMILY, Finding, ScenarioReport, Verdict
+from specproof.harness.check.statistics import bernoulli_kl_array, samples_for_shift
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
            "LEVELS", "SCREEN_ROWS", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
 
 SCREEN_ROWS = 32
 FOCUS = 0.15  # a stream whose best log-evidence reaches this share of its threshold is followed first
+APPROACH = 0.4  # a leader this close to its threshold gets batches of APPROACH_SHARE of its predicted need
+APPROACH_SHARE = 0.5
+MIN_APPROACH_BATCH = 8
 MAX_BATCH = 8192
 MAX_EXTENSIONS = 3  # re-plans of a time budget whose quotas were met early
 MAX_FINDINGS_PER_STREAM = 100
 # share of alpha per family kind (normalised over the kinds present): the bug-class excess sets are
 # the most powerful single events against known bugs, so they get the largest share per event
-FAMILY_WEIGHTS = {"bug-class": 4.0, "first-token": 3.0, "lossless": 3.0, "later-token": 3.0}
+FAMILY_WEIGHTS = {"bug-class": 4.0, "first-token": 3.0, "lossless": 3.0, "later-token": 3.0,
+                  FLOOR_FAMILY: 3.0}
 OTHER_FAMILY_WEIGHT = 3.0
 
 
@@ -127,7 +135,8 @@ def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.
         per = []
         for fam in stream.families:
             hi, lo = band_edges(fam, stream.tolerance)
-            up, down = (~fam.zero_tolerance) & (hi < 1.0), (~fam.zero_tolerance) & (lo > 0.0)
+            up = (~fam.zero_tolerance) & (hi < 1.0) & (fam.sides != "lower")
+            down = (~fam.zero_tolerance) & (lo > 0.0)
             kind = _family_kind(fam)
             sides[kind] = sides.get(kind, 0) + int(up.sum() + down.sum())
             per.append((kind, up, down))
@@ -148,8 +157,9 @@ def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.
 
 
 def band_edges(fam: EventFamily, tau: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(P(A) + tau, P(A) - tau)`` per event, clipped to [0, 1]; zero-tolerance events get no band."""
-    tol = np.where(fam.zero_tolerance, 0.0, tau)
+    """``(P(A) + band, P(A) - band)`` per event (``EventFamily.band``), clipped to [0, 1];
+    zero-tolerance events get no band."""
+    tol = fam.band(tau)
     return np.minimum(1.0, fam.expected + tol), np.maximum(0.0, fam.expected - tol)
 
 
@@ -225,7 +235,7 @@ class _Ledger:
         candidates = []
         for fam, counts, (up, down) in zip(stream.families, self.counts, self.sides):
             observed = counts @ fam.matrix / rows
-            tol = np.where(fam.zero_tolerance, 0.0, stream.tolerance)
+            tol = fam.band(stream.tolerance)
             certain = fam.zero_tolerance & (observed > 0)
             for e in np.flatnonzero(certain):
                 candidates.append((math.inf, 0.0, fam, int(e), float(observed[e]), 0.0))
@@ -245,15 +255,20 @@ class _Ledger:
 
     def report(self, stopped: bool) -> ScenarioReport:
         stream = self.stream
-        evidence = {}
-        for fam, (up, _) in zip(stream.families, self.sides):
+        evidence, misfit = {}, {}
+        for fam, counts, (up, _) in zip(stream.families, self.counts, self.sides):
             for e, rule in fam.rules.items():
                 evidence[rule] = max(0.0, float(up.log_evidence[e]))
+            if fam.predicted and self.rows:
+                observed = np.clip(counts @ fam.matrix / self.rows, 0.0, 1.0)
+                for rule, means in fam.predicted.items():
+                    misfit[rule] = self.rows * float(bernoulli_kl_array(observed, np.clip(means, 1e-9, 1 - 1e-9)).sum())
         return ScenarioReport(
             name=stream.name, vocab=stream.vocab, k=stream.k, rows=self.rows,
             events=sum(f.size for f in stream.families) + len(self.impossible_labels()),
             tolerance=float(stream.tolerance), detectable_tv=self.detectable_tv(), stopped_early=stopped,
-            findings=self.findings, rejected_events=self.rejected, bug_class_evidence=evidence)
+            findings=self.findings, rejected_events=self.rejected, bug_class_evidence=evidence,
+            bug_class_misfit=misfit)
 
     def impossible_labels(self) -> list[str]:
         return list(getattr(self.stream, "impossible_labels", ())) or list(self.impossible)
@@ -262,6 +277,8 @@ class _Ledger:
         """(family, event) of the tested event whose mean is nearest 1/2 (the largest variance)."""
         best, where = math.inf, None
         for f, fam in enumerate(self.stream.families):
+            if fam.sides != "both":  # the power statement is about two-sided events
+                continue
             inner = np.flatnonzero((fam.expected > 0) & (fam.expected < 1) & ~fam.zero_tolerance)
             if inner.size:
                 e = int(inner[np.argmin(np.abs(fam.expected[inner] - 0.5))])
@@ -431,6 +448,8 @@ def _next_batch(open_: list[_Ledger]) -> tuple[_Ledger, int]:
     if scores[id(leader)] >= FOCUS:
         need = leader.rows_to_cross()
         n = int(min(max(leader.rows, SCREEN_ROWS), max(64, 1.25 * need) if math.isfinite(need) else leader.rows))
+        if scores[id(leader)] >= APPROACH and math.isfinite(need):  # near the threshold: do not overshoot
+            n = int(min(n, max(MIN_APPROACH_BATCH, APPROACH_SHARE * need)))
         return leader, max(1, min(n, MAX_BATCH, leader.quota - leader.rows))
     behind = min(open_, key=lambda l: l.rows / max(l.quota, 1))
     return behind, max(1, min(max(behind.rows, SCREEN_ROWS), MAX_BATCH, behind.quota - behind.rows))

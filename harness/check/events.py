@@ -18,6 +18,12 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   (a bonus token drawn from the wrong law) shifts one such event by its whole size at that position,
   where a prefix event splits it over every prefix.  Its contributions are sums of ``lossless``
   columns (the full-length ones).
+* ``correction-floor`` - for every union ``U`` of first-token buckets holding residual mass, the floor
+  ``P(first token in U, no draft accepted) >= sum_{y in U} max(0, p(y) - q(y))`` less ``2 tau`` and
+  float64's step tolerance (the drafts' own drift): a lossless rule accepts at most ``min(p, q)`` of
+  each token, so its corrections must make up the rest.  The canonical rule meets every floor
+  exactly, so a correction that misses part of the residual (a reused uniform, a stale buffer) falls
+  below it by its whole deficit on rows without accepted-token noise.  Lower side only.
 * ``bug-class`` - for small vocabularies, the excess set ``{s : P_bad(s) > P(s)}`` of each known
   incorrect rule in the catalogue (the most powerful single event against that alternative).
 * ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
@@ -42,6 +48,8 @@ from specproof.proofs.laws.step_rules import StepRule, get_step_rule, step_rules
 from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, target_law
 
 from specproof.harness.exact.reference import takes_logs
+from specproof.harness.exact.tolerances import step_tolerance
+from specproof.harness.check.result import FLOOR_FAMILY
 from specproof.harness.check.scenarios import Realisation, sequence_codes
 
 __all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference",
@@ -63,13 +71,25 @@ class EventFamily:
     zero_tolerance: np.ndarray  # [n_events] bool: events of probability exactly 0
     exact_tv: dict[int, Fraction] = field(default_factory=dict)  # event -> exact TV of its bug class
     rules: dict[int, str] = field(default_factory=dict)  # event -> the incorrect rule it targets
+    # known incorrect rule -> the exact means of every event under its law (the bug-class diagnosis)
+    predicted: dict[str, np.ndarray] = field(default_factory=dict)
     # event -> 1-based token position of the round at which the event's law first differs from the
     # reference (bug class: first j whose j-token prefix law differs; prefix events: their length)
     positions: dict[int, int] = field(default_factory=dict)
+    # which sides of each event a lossless system is held to: "both" (an equality P(A) within the
+    # band) or "lower" (a floor: the null is E[Y] >= P(A) - band, only shortfalls are evidence)
+    sides: str = "both"
+    # the band around P(A) is tolerance_scale * tau + tolerance_extra (tau: the stream's round tolerance)
+    tolerance_scale: float = 1.0
+    tolerance_extra: float = 0.0
 
     @property
     def size(self) -> int:
         return len(self.names)
+
+    def band(self, tau: float) -> np.ndarray:
+        """Per-event tolerance ``tolerance_scale * tau + tolerance_extra`` (0 on zero-tolerance events)."""
+        return np.where(self.zero_tolerance, 0.0, self.tolerance_scale * tau + self.tolerance_extra)
 
 
 def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
@@ -213,22 +233,26 @@ def _later_token_family(real: Realisation, lossless: EventFamily) -> EventFamily
     )
 
 
-def _first_token_family(real: Realisation) -> EventFamily:
+def _first_buckets(real: Realisation) -> tuple[np.ndarray, list[str]]:
+    """Bucket of every first token (the token itself when V <= 8, else 8 buckets of equal target mass
+    ordered by ``p - q``) and the buckets' labels."""
     vocab = real.vocab
-    p0 = real.rounded.exact_row("target", (0, 0))
     if vocab <= MAX_BUCKETS:
-        bucket_of = np.arange(vocab)
-        labels = [f"token {v}" for v in range(vocab)]
-    else:
-        q0 = real.rounded.row("draft", ()).double().numpy()
-        p0f = np.array([float(x) for x in p0])
-        order = np.argsort(p0f - q0, kind="stable")
-        cumulative = np.cumsum(p0f[order])
-        cut = np.minimum((cumulative * MAX_BUCKETS / cumulative[-1]).astype(np.int64), MAX_BUCKETS - 1)
-        bucket_of = np.empty(vocab, dtype=np.int64)
-        bucket_of[order] = cut
-        labels = [f"bucket {b} (by p-q)" for b in range(MAX_BUCKETS)]
-    n_buckets = int(bucket_of.max()) + 1
+        return np.arange(vocab), [f"token {v}" for v in range(vocab)]
+    p0f = np.array([float(x) for x in real.rounded.exact_row("target", (0, 0))])
+    q0 = real.rounded.row("draft", ()).double().numpy()
+    order = np.argsort(p0f - q0, kind="stable")
+    cumulative = np.cumsum(p0f[order])
+    cut = np.minimum((cumulative * MAX_BUCKETS / cumulative[-1]).astype(np.int64), MAX_BUCKETS - 1)
+    bucket_of = np.empty(vocab, dtype=np.int64)
+    bucket_of[order] = cut
+    return bucket_of, [f"bucket {b} (by p-q)" for b in range(int(bucket_of.max()) + 1)]
+
+
+def _first_token_family(real: Realisation) -> EventFamily:
+    p0 = real.rounded.exact_row("target", (0, 0))
+    bucket_of, labels = _first_buckets(real)
+    n_buckets = len(labels)
     mass = [sum((p0[v] for v in np.flatnonzero(bucket_of == b)), Fraction(0)) for b in range(n_buckets)]
     # one union of each complementary pair (both sides are tested, and a complement's sides are its own)
     subsets = [sub for size in range(1, n_buckets) for sub in itertools.combinations(range(n_buckets), size)
@@ -248,6 +272,58 @@ def _first_token_family(real: Realisation) -> EventFamily:
         names=["first token in {" + ", ".join(labels[b] for b in sub) + "}" for sub in subsets],
         zero_tolerance=np.array([x == 0 for x in expected]),
         positions={i: 1 for i in range(len(subsets))},
+    )
+
+
+def _correction_floor_family(real: Realisation) -> EventFamily | None:
+    """Correction floors of the first token (module docstring): ``P(X_1 in U, no draft accepted) >=
+    sum_{y in U} max(0, p(y) - q(y)) - (2 tau + tau_64)`` for every union ``U`` of first-token buckets.
+
+    Bound.  A row accepting the first draft emits it first (the contract; anything else is a certain
+    finding), so ``P(X_1 = y, accepted) <= min(P(X_1 = y), P(draft = y))``.  A lossless system's first
+    token is within ``tau`` of ``p`` in total variation and the harness's float64 drafts are within
+    ``tau_64`` (float64's step tolerance) of ``q``, so the positive parts of those deviations sum to at
+    most ``tau`` and ``tau_64`` over ``U``: ``P(X_1 in U, accepted) <= sum_U min(p, q) + tau + tau_64``,
+    and ``P(X_1 in U) >= p(U) - tau``; subtract.  The canonical rule meets the floor exactly (it accepts
+    ``min(p, q)`` of every token), so a correction draw that misses part of the residual ``max(0,
+    p - q)`` - a reused uniform, a stale residual - falls below it by the whole deficit, on rows that
+    carry no accepted-token noise.  Only the lower side is a null (``sides="lower"``)."""
+    if real.k == 0:
+        return None
+    p0 = real.rounded.exact_row("target", (0, 0))
+    q0 = real.rounded.exact_row("draft", (0, 0))
+    bucket_of, labels = _first_buckets(real)
+    n_buckets = len(labels)
+    excess = [sum((max(Fraction(0), p0[v] - q0[v]) for v in np.flatnonzero(bucket_of == b)), Fraction(0))
+              for b in range(n_buckets)]
+    subsets = [sub for size in range(1, n_buckets + 1) for sub in itertools.combinations(range(n_buckets), size)
+               if all(excess[b] > 0 for b in sub)]  # a bucket without residual mass only adds noise
+    if not subsets:
+        return None
+    matrix = np.zeros((2 * n_buckets, len(subsets)))  # key: bucket, + n_buckets when no draft was accepted
+    for e, sub in enumerate(subsets):
+        matrix[[n_buckets + b for b in sub], e] = 1.0
+    floors = [sum((excess[b] for b in sub), Fraction(0)) for sub in subsets]
+    vocab = real.vocab
+
+    def key(emitted: torch.Tensor) -> np.ndarray:
+        out = _numpy(emitted)
+        corrected = (out >= 0).sum(axis=1) == 1
+        return bucket_of[np.maximum(out[:, 0], 0)] + n_buckets * corrected
+
+    return EventFamily(
+        name=FLOOR_FAMILY,
+        key=key,
+        n_keys=2 * n_buckets,
+        matrix=matrix,
+        expected=np.array([float(x) for x in floors]),
+        names=["first token in {" + ", ".join(labels[b] for b in sub) + "} with no draft accepted"
+               for sub in subsets],
+        zero_tolerance=np.zeros(len(subsets), dtype=bool),
+        positions={i: 1 for i in range(len(subsets))},
+        sides="lower",
+        tolerance_scale=2.0,
+        tolerance_extra=float(step_tolerance("float64", vocab)),
     )
 
 
@@ -278,13 +354,14 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
     ideal_reference = target_law(ideal)
     reference = target_law(real.rounded.toy_pair)
     events, names, tvs, expected, rules, positions = [], [], {}, [], {}, {}
+    laws = {}
     for rule in step_rules():
         # rules computed through logarithms (typical acceptance's entropy) compare exact logs by
         # raising rationals to powers as large as their common denominator: infeasible on realistic
         # tables, so the bug-class family leaves them to the proofs' own counterexample search
         if rule.claim != "not-exact" or takes_logs(rule):
             continue
-        bad = continued_law(ideal, rule)
+        bad = laws[rule.name] = continued_law(ideal, rule)
         excess = {s for s, w in bad.items() if w > ideal_reference.get(s, Fraction(0))}
         tv = law_tv(bad, ideal_reference)
         if not excess or tv == 0:
@@ -299,6 +376,10 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
         expected.append(sum((reference.get(s, Fraction(0)) for s in excess), Fraction(0)))
     if not events:
         return None
+    # every rule's means of every excess set, on the scenario's ideal tables (the diagnosis ranks the
+    # rules by how well they predict the observed means; a rule exact here predicts the reference's)
+    predicted = {name: np.array([float(sum((law.get(s, Fraction(0)) for s in members), Fraction(0)))
+                                 for members in events]) for name, law in laws.items()}
     vocab, k = real.vocab, real.k
     return EventFamily(
         name="bug-class",
@@ -311,6 +392,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
         exact_tv=tvs,
         rules=rules,
         positions=positions,
+        predicted=predicted,
     )
 
 
@@ -354,6 +436,9 @@ def build_families(real: Realisation, rule: str | StepRule | None = None) -> lis
     """The families tested on one realised scenario (``rule``: also test conformance to it)."""
     lossless = _lossless_family(real)
     families = [lossless, _first_token_family(real)]
+    floor = _correction_floor_family(real)
+    if floor is not None:
+        families.append(floor)
     later = _later_token_family(real, lossless)
     if later is not None:
         families.append(later)

@@ -24,8 +24,10 @@ from typing import Any
 from specproof.proofs.engine.vocabulary import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
 
-__all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS",
-           "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
+FLOOR_FAMILY = "correction-floor"  # the event family whose events are floors, not equalities (.events)
+
+__all__ = ["FLOOR_FAMILY", "Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES",
+           "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
 
 # defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
 DEFAULT_SAMPLES = 200_000  # rows per scenario
@@ -77,10 +79,15 @@ class Finding:
         else:
             evidence = (f"evidence {self.statistic:.1f} nats, threshold {self.critical:.1f} "
                         f"(log e-value past the tolerance band)")
-        band = f" (dtype tolerance +/-{self.tolerance:.3g})" if self.tolerance else ""
         note = f"\n      -> {self.note}" if self.note else ""
+        if self.family == FLOOR_FAMILY:
+            band = f" (less the dtype tolerance {self.tolerance:.3g})" if self.tolerance else ""
+            law = f"every lossless rule gives at least {_number(self.expected)}{band}"
+        else:
+            band = f" (dtype tolerance +/-{self.tolerance:.3g})" if self.tolerance else ""
+            law = f"the exact law gives {_number(self.expected)}{band}"
         return (f"[{self.scenario}] {self.family}{where}: {self.event}: observed {_number(self.observed)} where "
-                f"the exact law gives {_number(self.expected)}{band}; {evidence}; {self.rows} rows{note}")
+                f"{law}; {evidence}; {self.rows} rows{note}")
 
 
 @dataclass
@@ -96,6 +103,8 @@ class ScenarioReport:
     findings: list[Finding] = field(default_factory=list)
     rejected_events: int = 0
     bug_class_evidence: dict[str, float] = field(default_factory=dict)  # rule -> log e-value of its excess set
+    # rule -> rows * sum over the excess sets of KL(observed mean || the rule's exact mean), nats
+    bug_class_misfit: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -186,19 +195,30 @@ class CheckResult:
                 out[rule] = out.get(rule, 0.0) + nats
         return out
 
+    def misfit_by_rule(self) -> dict[str, float]:
+        """How badly each known incorrect rule's exact law predicts the observed means of the excess
+        sets, summed over the scenarios (nats: ``rows * sum_e KL(observed_e || predicted_e)``)."""
+        out: dict[str, float] = {}
+        for s in self.scenarios:
+            for rule, nats in s.bug_class_misfit.items():
+                out[rule] = out.get(rule, 0.0) + nats
+        return out
+
     def diagnosis(self) -> Finding | None:
-        """The finding that explains the most: a certain one, else the strongest finding of the bug
-        class whose exact excess sets carry the most evidence over all scenarios, else the strongest."""
+        """The finding that explains the most: a certain one, else the strongest finding of the flagged
+        bug class whose exact law predicts the observed excess-set means best (least misfit over all
+        scenarios: the evidence a class gathered depends on when its streams stopped, its fit does
+        not), else the strongest."""
         findings = self.findings
         if not findings:
             return None
         certain = [f for f in findings if f.certain]
         if certain:
             return certain[0]
-        evidence = self.evidence_by_rule()
+        misfit = self.misfit_by_rule()
         flagged = {f.rule for f in findings if f.rule is not None}
         if flagged:
-            best_rule = max(flagged, key=lambda r: evidence.get(r, 0.0))
+            best_rule = min(sorted(flagged), key=lambda r: misfit.get(r, math.inf))
             return max((f for f in findings if f.rule == best_rule), key=lambda f: f.statistic)
         return findings[0]
 
@@ -213,9 +233,15 @@ class CheckResult:
             return f"Diagnosis: a rare random draw breaks the verifier: {best.event}"
         if best.rule is not None:
             nats = self.evidence_by_rule().get(best.rule, 0.0)
+            misfit = self.misfit_by_rule()
+            others = [v for r, v in misfit.items() if r != best.rule]
+            fit = ""
+            if best.rule in misfit and others:
+                fit = (f"; its exact law fits the observed excess-set means best of the known bug classes "
+                       f"(misfit {misfit[best.rule]:.0f} nats, next {min(others):.0f})")
             return (f"Diagnosis: behaves like the incorrect rule '{best.rule}' (exact TV {best.exact_tv:.4g} on "
                     f"scenario '{best.scenario}', where its law first differs{at}; evidence {nats:.0f} nats over "
-                    f"all scenarios, the most of any known bug class)")
+                    f"all scenarios{fit})")
         if best.certain:
             return (f"Diagnosis: {best.event} on scenario '{best.scenario}' ({best.observed * best.rows:.0f} of "
                     f"{best.rows} rows){at}" + (f"; {best.note}" if best.note else ""))

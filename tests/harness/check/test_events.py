@@ -1,4 +1,4 @@
-"""harness/check/events.py: the later-token family's exact expectations and what it catches."""
+"""harness/check/events.py: the later-token and correction-floor families (expectations, validity, power)."""
 
 import ast
 from fractions import Fraction
@@ -65,3 +65,65 @@ def test_a_bonus_only_bug_is_flagged_by_the_token_at_its_position():
     first = max(result.findings, key=lambda f: f.statistic)
     assert first.family == "later-token" and first.position == suite[0].realise("float32", "cpu").k + 1
     assert result.rows <= 1024
+
+
+def _floor_means(real, fam, law):
+    """Means of the correction-floor events under an exact emission law (sequence -> probability)."""
+    import torch
+
+    seqs = list(law)
+    emitted = torch.full((len(seqs), real.k + 1), -1, dtype=torch.int64)
+    for i, s in enumerate(seqs):
+        emitted[i, :len(s)] = torch.tensor(s)
+    weights = np.bincount(fam.key(emitted), weights=[float(law[s]) for s in seqs], minlength=fam.n_keys)
+    return weights @ fam.matrix
+
+
+@pytest.mark.parametrize("name", ["runtime-style context-free", "prefix-dependent V4 K2", "near-identical V4 K2",
+                                  "adversarial resample-from-p", "disjoint supports"])
+def test_correction_floors_hold_for_every_exact_rule_and_are_met_by_the_canonical_one(name):
+    """Every exact step rule's exact emission law keeps every floor; the canonical rule meets them
+    with equality (it accepts min(p, q) of each token); the resample-from-target rule breaks one."""
+    from specproof.proofs.laws.sequences import round_law
+    from specproof.proofs.laws.step_rules import get_step_rule, step_rules
+
+    real = _scenario(name).realise("float32", "cpu")
+    fam = next(f for f in build_families(real) if f.name == "correction-floor")
+    assert fam.sides == "lower" and fam.n_keys == 2 * min(real.vocab, 8)
+    pair = real.rounded.toy_pair
+    for rule in step_rules():
+        means = _floor_means(real, fam, round_law(pair, rule))
+        if rule.claim == "exact":
+            assert (means >= fam.expected - 1e-12).all(), rule.name
+    canonical = _floor_means(real, fam, round_law(pair, get_step_rule("canonical")))
+    assert canonical == pytest.approx(fam.expected, abs=1e-12)
+    if name != "disjoint supports":  # there every draft is rejected: a resample from p is the residual
+        resample = _floor_means(real, fam, round_law(pair, get_step_rule("resample-from-target")))
+        assert (resample < fam.expected - 0.01).any()
+
+
+def test_correction_floor_expectations_are_the_residual_mass_of_their_union():
+    """Independently: each floor is the exact sum over its union of max(0, p - q) of the first
+    token, on the rounded tables; unions holding a token without residual mass are not tested."""
+    real = _scenario("runtime-style context-free").realise("float32", "cpu")
+    fam = next(f for f in build_families(real) if f.name == "correction-floor")
+    p = real.rounded.exact_row("target", (0, 0))
+    q = real.rounded.exact_row("draft", (0, 0))
+    excess = [max(Fraction(0), a - b) for a, b in zip(p, q)]
+    for e, label in enumerate(fam.names):
+        union = {int(t) for t in label[label.index("{") + 1:label.index("}")].replace("token ", "").split(", ")}
+        assert all(excess[t] > 0 for t in union)
+        assert fam.expected[e] == pytest.approx(float(sum(excess[t] for t in union)), abs=1e-12)
+    assert fam.size == 2 ** sum(1 for x in excess if x > 0) - 1
+    assert (fam.band(1e-6) > 2e-6).all()  # 2 tau and the float64 drafts' own tolerance
+
+
+def test_a_reused_correction_uniform_is_flagged_below_its_floor():
+    """FlashInfer's reused uniform (flashinfer-ai/flashinfer#424) biases corrections to late ids:
+    the first tokens 0 and 2 are never corrections, below their floor 0.105 - the first finding."""
+    result = check_verifier(get("flashinfer-layout-reused-uniform").fn, fail_fast=True, seed=0, progress=False,
+                            scenarios=[_scenario("prefix-dependent V4 K2")])
+    assert result.verdict.value == "fail"
+    first = result.findings[0]
+    assert first.family == "correction-floor" and first.observed < first.expected - 0.05
+    assert "every lossless rule gives at least" in first.line()

@@ -49,9 +49,11 @@ def test_module_target_and_lossy_target_exit_1(tmp_path, capsys):
     assert "at token position 1" in lines[1]
     shown = [line for line in lines if line.startswith("  [")]
     result = json.loads(out.read_text())["result"]
-    assert len(shown) == 10 and f"  ... {result['findings_total'] - 10} more in --json" in lines
+    total = result["findings_total"]
+    # at most 10, one per (scenario, expected, observed); the rest are counted
+    assert 1 <= len(shown) <= min(10, total) and f"  ... {total - len(shown)} more in --json" in lines
     stored = sum(len(s["findings"]) for s in result["scenarios"])
-    assert result["findings_total"] == stored > 10
+    assert total == stored > 1
     assert result["diagnosis"]["rule"] == "resample-from-target" and result["diagnosis"]["position"] == 1
     assert "where the exact law gives" in shown[0] and "nats, threshold" in shown[0]
 
