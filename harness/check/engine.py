@@ -246,7 +246,15 @@ class _Ledger:
                                        float(observed[e]), float(tol[e])))
         candidates.sort(key=lambda c: -c[0])
         self.rejected = len(findings) + len(candidates)
-        for stat, thr, fam, e, observed, tol in candidates[:MAX_FINDINGS_PER_STREAM]:
+        kept = candidates[:MAX_FINDINGS_PER_STREAM]
+        # the strongest finding of every flagged bug class is kept past the cap (the diagnosis reads them)
+        named = {c[2].rules.get(c[3]) for c in kept}
+        for c in candidates[MAX_FINDINGS_PER_STREAM:]:
+            rule = c[2].rules.get(c[3])
+            if rule is not None and rule not in named:
+                kept.append(c)
+                named.add(rule)
+        for stat, thr, fam, e, observed, tol in kept:
             tv = fam.exact_tv.get(e)
             findings.append(Finding(stream.name, fam.name, fam.names[e], float(fam.expected[e]), observed, tol,
                                     stat, thr, self.rows, None if tv is None else float(tv), fam.rules.get(e),
@@ -262,7 +270,7 @@ class _Ledger:
             if fam.predicted and self.rows:
                 observed = np.clip(counts @ fam.matrix / self.rows, 0.0, 1.0)
                 for rule, means in fam.predicted.items():
-                    misfit[rule] = self.rows * float(bernoulli_kl_array(observed, np.clip(means, 1e-9, 1 - 1e-9)).sum())
+                    misfit[rule] = misfit.get(rule, 0.0) + self.rows * float(bernoulli_kl_array(observed, np.clip(means, 1e-9, 1 - 1e-9)).sum())
         return ScenarioReport(
             name=stream.name, vocab=stream.vocab, k=stream.k, rows=self.rows,
             events=sum(f.size for f in stream.families) + len(self.impossible_labels()),

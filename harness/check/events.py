@@ -19,7 +19,7 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   where a prefix event splits it over every prefix.  Its contributions are sums of ``lossless``
   columns (the full-length ones).
 * ``correction-floor`` - for every union ``U`` of first-token buckets holding residual mass, the floor
-  ``P(first token in U, no draft accepted) >= sum_{y in U} max(0, p(y) - q(y))`` less ``2 tau`` and
+  ``P(first token in U, no draft accepted) >= sum_{y in U} max(0, p(y) - q(y))`` less ``tau`` and
   float64's step tolerance (the drafts' own drift): a lossless rule accepts at most ``min(p, q)`` of
   each token, so its corrections must make up the rest.  The canonical rule meets every floor
   exactly, so a correction that misses part of the residual (a reused uniform, a stale buffer) falls
@@ -79,8 +79,7 @@ class EventFamily:
     # which sides of each event a lossless system is held to: "both" (an equality P(A) within the
     # band) or "lower" (a floor: the null is E[Y] >= P(A) - band, only shortfalls are evidence)
     sides: str = "both"
-    # the band around P(A) is tolerance_scale * tau + tolerance_extra (tau: the stream's round tolerance)
-    tolerance_scale: float = 1.0
+    # the band around P(A) is tau + tolerance_extra (tau: the stream's round tolerance)
     tolerance_extra: float = 0.0
 
     @property
@@ -88,8 +87,8 @@ class EventFamily:
         return len(self.names)
 
     def band(self, tau: float) -> np.ndarray:
-        """Per-event tolerance ``tolerance_scale * tau + tolerance_extra`` (0 on zero-tolerance events)."""
-        return np.where(self.zero_tolerance, 0.0, self.tolerance_scale * tau + self.tolerance_extra)
+        """Per-event tolerance ``tau + tolerance_extra`` (0 on zero-tolerance events)."""
+        return np.where(self.zero_tolerance, 0.0, tau + self.tolerance_extra)
 
 
 def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
@@ -277,17 +276,18 @@ def _first_token_family(real: Realisation) -> EventFamily:
 
 def _correction_floor_family(real: Realisation) -> EventFamily | None:
     """Correction floors of the first token (module docstring): ``P(X_1 in U, no draft accepted) >=
-    sum_{y in U} max(0, p(y) - q(y)) - (2 tau + tau_64)`` for every union ``U`` of first-token buckets.
+    sum_{y in U} max(0, p(y) - q(y)) - (tau + tau_64)`` for every union ``U`` of first-token buckets.
 
     Bound.  A row accepting the first draft emits it first (the contract; anything else is a certain
-    finding), so ``P(X_1 = y, accepted) <= min(P(X_1 = y), P(draft = y))``.  A lossless system's first
-    token is within ``tau`` of ``p`` in total variation and the harness's float64 drafts are within
-    ``tau_64`` (float64's step tolerance) of ``q``, so the positive parts of those deviations sum to at
-    most ``tau`` and ``tau_64`` over ``U``: ``P(X_1 in U, accepted) <= sum_U min(p, q) + tau + tau_64``,
-    and ``P(X_1 in U) >= p(U) - tau``; subtract.  The canonical rule meets the floor exactly (it accepts
-    ``min(p, q)`` of every token), so a correction draw that misses part of the residual ``max(0,
-    p - q)`` - a reused uniform, a stale residual - falls below it by the whole deficit, on rows that
-    carry no accepted-token noise.  Only the lower side is a null (``sides="lower"``)."""
+    finding), so with ``p'`` the system's first-token law and ``q'`` the drafts' law, ``P(X_1 = y,
+    accepted) <= min(p'(y), q'(y))`` and ``P(X_1 = y, none accepted) >= (p' - q')^+(y) >= (p - q)^+(y)
+    - (p - p')^+(y) - (q' - q)^+(y)``.  A lossless system is within ``tau`` of ``p`` in total variation
+    and the harness's float64 drafts are within ``tau_64`` (float64's step tolerance) of ``q``, so over
+    ``U`` the two positive parts sum to at most ``tau`` and ``tau_64``.  The canonical rule meets every
+    floor exactly (it accepts ``min(p, q)`` of every token), so a correction draw that misses part of
+    the residual ``max(0, p - q)`` - a reused uniform, a stale residual - falls below it by the whole
+    deficit, on rows that carry no accepted-token noise.  Only the lower side is a null
+    (``sides="lower"``)."""
     if real.k == 0:
         return None
     p0 = real.rounded.exact_row("target", (0, 0))
@@ -322,7 +322,6 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
         zero_tolerance=np.zeros(len(subsets), dtype=bool),
         positions={i: 1 for i in range(len(subsets))},
         sides="lower",
-        tolerance_scale=2.0,
         tolerance_extra=float(step_tolerance("float64", vocab)),
     )
 

@@ -206,19 +206,19 @@ class CheckResult:
 
     def diagnosis(self) -> Finding | None:
         """The finding that explains the most: a certain one, else the strongest finding of the flagged
-        bug class whose exact law predicts the observed excess-set means best (least misfit over all
-        scenarios: the evidence a class gathered depends on when its streams stopped, its fit does
-        not), else the strongest."""
+        bug class whose exact law predicts the observed excess-set means best (least misfit summed over
+        the scenarios; the evidence a class gathered depends on when each stream stopped, while the
+        true rule's misfit stays at noise level however long they ran), else the strongest."""
         findings = self.findings
         if not findings:
             return None
         certain = [f for f in findings if f.certain]
         if certain:
             return certain[0]
-        misfit = self.misfit_by_rule()
+        misfit, evidence = self.misfit_by_rule(), self.evidence_by_rule()
         flagged = {f.rule for f in findings if f.rule is not None}
-        if flagged:
-            best_rule = min(sorted(flagged), key=lambda r: misfit.get(r, math.inf))
+        if flagged:  # a family without exact predictions (tree mutants) is ranked by its evidence
+            best_rule = min(sorted(flagged), key=lambda r: (misfit.get(r, math.inf), -evidence.get(r, 0.0)))
             return max((f for f in findings if f.rule == best_rule), key=lambda f: f.statistic)
         return findings[0]
 
@@ -234,11 +234,12 @@ class CheckResult:
         if best.rule is not None:
             nats = self.evidence_by_rule().get(best.rule, 0.0)
             misfit = self.misfit_by_rule()
-            others = [v for r, v in misfit.items() if r != best.rule]
+            flagged = {f.rule for f in self.findings if f.rule is not None and f.rule != best.rule}
+            others = [misfit[r] for r in flagged if r in misfit]
             fit = ""
-            if best.rule in misfit and others:
-                fit = (f"; its exact law fits the observed excess-set means best of the known bug classes "
-                       f"(misfit {misfit[best.rule]:.0f} nats, next {min(others):.0f})")
+            if best.rule in misfit:
+                fit = (f"; its exact law fits the observed excess-set means best of the flagged bug classes "
+                       f"(misfit {misfit[best.rule]:.0f} nats" + (f", next {min(others):.0f})" if others else ")"))
             return (f"Diagnosis: behaves like the incorrect rule '{best.rule}' (exact TV {best.exact_tv:.4g} on "
                     f"scenario '{best.scenario}', where its law first differs{at}; evidence {nats:.0f} nats over "
                     f"all scenarios{fit})")

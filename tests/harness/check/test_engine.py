@@ -219,3 +219,17 @@ def test_a_floor_is_tested_on_its_lower_side_only():
     flagged = run_streams([below], alpha=1e-6, rows=20_000, fail_fast=True, progress=False).reports[0].findings
     assert flagged and {f.family for f in flagged} == {"correction-floor"}
     assert all(f.observed < f.expected for f in flagged)
+
+
+def test_near_its_threshold_a_leader_gets_batches_of_half_its_need_not_a_doubling():
+    """The loud stream's last batches shrink (APPROACH): none near the crossing is a doubling of its rows."""
+    from specproof.harness.check.engine import APPROACH_SHARE, MIN_APPROACH_BATCH
+
+    rng = np.random.default_rng(1)
+    loud = CategoricalStream("loud", LAW, LAW + np.array([0.08, 0.0, 0.0, -0.08]), 0.0, rng)
+    sizes, draw = [], loud.draw
+    loud.draw = lambda rows: (sizes.append(rows), draw(rows))[1]
+    run = run_streams([loud], alpha=1e-6, rows=200_000, fail_fast=True, progress=False)
+    assert run.stop_reason == "fail-fast" and len(sizes) >= 3
+    before = np.cumsum([0] + sizes[:-1])
+    assert sizes[-1] < before[-1] and sizes[-1] <= max(MIN_APPROACH_BATCH, APPROACH_SHARE * before[-1])
