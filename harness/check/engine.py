@@ -32,7 +32,8 @@ e-processes are fixed before the batch they apply to, so each is a nonnegative s
 that stream's row count (:mod:`.eprocess`), and so is their mean ``E``; by Ville's inequality the
 probability that ``E`` *ever* reaches ``1/a`` along the infinite sequence is at most ``a``, which
 bounds the probability that it reaches it at any of the (data-dependent) times the run reads it.  A
-union bound over all sides gives ``sum a <= alpha``.  Nothing else is tested.  QED.  (Independence of the streams is not needed.)
+union bound over all sides gives ``sum a <= alpha``.  Nothing else is tested.  QED.  (Independence of
+the streams is not needed.)
 
 Power.  A stream run to its planned quota keeps the fixed-sample Chernoff power at the threshold
 ``ln(2/a)`` (the design e-process); its detectable TV is ``tau`` plus the shift the design process
@@ -270,7 +271,8 @@ class _Ledger:
             if fam.predicted and self.rows:
                 observed = np.clip(counts @ fam.matrix / self.rows, 0.0, 1.0)
                 for rule, means in fam.predicted.items():
-                    misfit[rule] = misfit.get(rule, 0.0) + self.rows * float(bernoulli_kl_array(observed, np.clip(means, 1e-9, 1 - 1e-9)).sum())
+                    kl = bernoulli_kl_array(observed, np.clip(means, 1e-9, 1 - 1e-9))
+                    misfit[rule] = misfit.get(rule, 0.0) + self.rows * float(kl.sum())
         return ScenarioReport(
             name=stream.name, vocab=stream.vocab, k=stream.k, rows=self.rows,
             events=sum(f.size for f in stream.families) + len(self.impossible_labels()),

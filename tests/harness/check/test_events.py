@@ -135,7 +135,7 @@ def test_a_reused_correction_uniform_is_flagged_below_its_floor():
 def test_no_floor_is_crossed_by_an_exact_verifier_in_half_precision(dtype):
     """Half precision moves the law by up to its derived tau (about 0.1 in bfloat16 on these
     scenarios): the floors, held to tau + tau_64 below, stay unflagged on 20,000 rows per scenario."""
-    suite = [_scenario("near-identical V4 K2"), _scenario("runtime-style context-free"), _scenario("prefix-dependent V4 K2")]
+    suite = [_scenario(name) for name in ("near-identical V4 K2", "runtime-style context-free", "prefix-dependent V4 K2")]
     result = check_verifier(get("canonical-ratio-race").fn, samples=20_000, seed=7, dtype=dtype, progress=False,
                             scenarios=suite, inject=False)
     assert not [f for f in result.findings if f.family == "correction-floor"], result.summary()
