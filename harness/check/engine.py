@@ -21,19 +21,20 @@ median rows x1.8.)  A stream stops at its first rejection or its quota; the run 
 stream has, at the first rejection with ``fail_fast``, or when ``time_budget`` is spent.
 
 Theorem (family-wise guarantee of the adaptive procedure).  If the system is lossless within the
-band (every stream's rows are i.i.d., with ``|E[Y_e] - P(A_e)| <= band_e`` for every two-sided event
-and ``E[Y_e] >= P(A_e) - band_e`` for every floor, ``EventFamily.sides == "lower"``), then
-``P(any finding) <= alpha`` whatever the allocation, batch sizes, stopping rule or time budget.
+band (every stream's rows are i.i.d., with ``|E[Y_e] - P(A_e)| <= band_e`` for every two-sided event,
+``E[Y_e] >= P(A_e) - band_e`` for every floor, ``EventFamily.sides == "lower"``, and ``E[Y_e] <=
+P(A_e) + band_e`` for every ceiling, ``sides == "upper"``), then ``P(any finding) <= alpha`` whatever
+the allocation, batch sizes, stopping rule or time budget.
 Proof.  Zero-tolerance events and impossible outcomes have probability 0 under the null, so they never
 fire.  Fix a stream and picture its rows as one infinite i.i.d. sequence, drawn in order; the
 allocation only decides how far into each sequence the run reads, and it reads every sequence in
-order.  For one tested side of one event (a floor's upper side is never tested) the bets of both
-e-processes are fixed before the batch they apply to, so each is a nonnegative supermartingale in
-that stream's row count (:mod:`.eprocess`), and so is their mean ``E``; by Ville's inequality the
-probability that ``E`` *ever* reaches ``1/a`` along the infinite sequence is at most ``a``, which
-bounds the probability that it reaches it at any of the (data-dependent) times the run reads it.  A
-union bound over all sides gives ``sum a <= alpha``.  Nothing else is tested.  QED.  (Independence of
-the streams is not needed.)
+order.  For one tested side of one event (a floor's upper side and a ceiling's lower side are never
+tested) the bets of both e-processes are fixed before the batch they apply to, so each is a
+nonnegative supermartingale in that stream's row count (:mod:`.eprocess`), and so is their mean
+``E``; by Ville's inequality the probability that ``E`` *ever* reaches ``1/a`` along the infinite
+sequence is at most ``a``, which bounds the probability that it reaches it at any of the
+(data-dependent) times the run reads it.  A union bound over all sides gives ``sum a <= alpha``.
+Nothing else is tested.  QED.  (Independence of the streams is not needed.)
 
 Power.  A stream run to its planned quota keeps the fixed-sample Chernoff power at the threshold
 ``ln(2/a)`` (the design e-process); its detectable TV is ``tau`` plus the shift the design process
@@ -56,7 +57,7 @@ from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.eprocess import LN2, SideEvidence
 from specproof.harness.check.events import EventFamily
-from specproof.harness.check.result import FLOOR_FAMILY, Finding, ScenarioReport, Verdict
+from specproof.harness.check.result import BET_PRODUCT_FAMILY, FLOOR_FAMILY, Finding, ScenarioReport, Verdict
 from specproof.harness.check.statistics import bernoulli_kl_array, samples_for_shift
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
@@ -73,7 +74,7 @@ MAX_FINDINGS_PER_STREAM = 100
 # share of alpha per family kind (normalised over the kinds present): the bug-class excess sets are
 # the most powerful single events against known bugs, so they get the largest share per event
 FAMILY_WEIGHTS = {"bug-class": 4.0, "first-token": 3.0, "lossless": 3.0, "later-token": 3.0,
-                  FLOOR_FAMILY: 3.0}
+                  FLOOR_FAMILY: 3.0, BET_PRODUCT_FAMILY: 3.0}
 OTHER_FAMILY_WEIGHT = 3.0
 
 
@@ -137,7 +138,7 @@ def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.
         for fam in stream.families:
             hi, lo = band_edges(fam, stream.tolerance)
             up = (~fam.zero_tolerance) & (hi < 1.0) & (fam.sides != "lower")
-            down = (~fam.zero_tolerance) & (lo > 0.0)
+            down = (~fam.zero_tolerance) & (lo > 0.0) & (fam.sides != "upper")
             kind = _family_kind(fam)
             sides[kind] = sides.get(kind, 0) + int(up.sum() + down.sum())
             per.append((kind, up, down))

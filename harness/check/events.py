@@ -24,6 +24,10 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   each token, so its corrections must make up the rest.  The canonical rule meets every floor
   exactly, so a correction that misses part of the residual (a reused uniform, a stale buffer) falls
   below it by its whole deficit on rows without accepted-token noise.  Lower side only.
+* ``every-token`` (:mod:`.bet_products`) - for every union ``U`` of classes and a few bet fractions
+  ``f``, the product over a row's emitted tokens of fair bets on "this token's class is in ``U``",
+  Rao-Blackwellised and scaled into ``[0, 1]``: its mean is exact for every lossless rule, and a tilt
+  of every token's law (a temperature on one side) compounds over the row.  Upper side only.
 * ``bug-class`` - for small vocabularies, the excess set ``{s : P_bad(s) > P(s)}`` of each known
   incorrect rule in the catalogue (the most powerful single event against that alternative).
 * ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
@@ -37,9 +41,7 @@ Layer: harness.check (2); imports proofs, harness.exact and .scenarios.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 import torch
@@ -49,6 +51,8 @@ from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, ta
 
 from specproof.harness.exact.reference import takes_logs
 from specproof.harness.exact.tolerances import step_tolerance
+from specproof.harness.check.bet_products import every_token_family
+from specproof.harness.check.event_family import EventFamily, decode_sequences
 from specproof.harness.check.result import FLOOR_FAMILY
 from specproof.harness.check.scenarios import Realisation, sequence_codes
 
@@ -56,39 +60,6 @@ __all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", 
            "impossible_rows"]
 
 MAX_BUCKETS = 8
-
-
-@dataclass
-class EventFamily:
-    """Events sharing one row key: names, exact expectations, contribution matrix, tolerances."""
-
-    name: str
-    key: Callable[[torch.Tensor], np.ndarray]
-    n_keys: int
-    matrix: np.ndarray  # [n_keys, n_events] float64 in [0, 1]
-    expected: np.ndarray  # [n_events] float64
-    names: list[str]
-    zero_tolerance: np.ndarray  # [n_events] bool: events of probability exactly 0
-    exact_tv: dict[int, Fraction] = field(default_factory=dict)  # event -> exact TV of its bug class
-    rules: dict[int, str] = field(default_factory=dict)  # event -> the incorrect rule it targets
-    # known incorrect rule -> the exact means of every event under its law (the bug-class diagnosis)
-    predicted: dict[str, np.ndarray] = field(default_factory=dict)
-    # event -> 1-based token position of the round at which the event's law first differs from the
-    # reference (bug class: first j whose j-token prefix law differs; prefix events: their length)
-    positions: dict[int, int] = field(default_factory=dict)
-    # which sides of each event a lossless system is held to: "both" (an equality P(A) within the
-    # band) or "lower" (a floor: the null is E[Y] >= P(A) - band, only shortfalls are evidence)
-    sides: str = "both"
-    # the band around P(A) is tau + tolerance_extra (tau: the stream's round tolerance)
-    tolerance_extra: float = 0.0
-
-    @property
-    def size(self) -> int:
-        return len(self.names)
-
-    def band(self, tau: float) -> np.ndarray:
-        """Per-event tolerance ``tau + tolerance_extra`` (0 on zero-tolerance events)."""
-        return np.where(self.zero_tolerance, 0.0, tau + self.tolerance_extra)
 
 
 def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
@@ -147,18 +118,10 @@ def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...]
     return None
 
 
-def _decode(alphabet: int, max_len: int) -> list[tuple[int, ...]]:
-    """All sequences of length 1..max_len in code order."""
-    out: list[tuple[int, ...]] = []
-    for length in range(1, max_len + 1):
-        out.extend(itertools.product(range(alphabet), repeat=length))
-    return out
-
-
 def _lossless_family(real: Realisation) -> EventFamily:
     c, k = real.classes, real.k
     trans = real.target_class_transitions
-    seqs = _decode(c, k + 1)
+    seqs = decode_sequences(c, k + 1)
     index = {s: i for i, s in enumerate(seqs)}
 
     def step(pos: int, prev: tuple[int, ...], nxt: int) -> Fraction:
@@ -204,7 +167,7 @@ def _later_token_family(real: Realisation, lossless: EventFamily) -> EventFamily
     c, k = real.classes, real.k
     if k == 0 or not 2 <= c <= MAX_BUCKETS:
         return None
-    seqs = _decode(c, k + 1)
+    seqs = decode_sequences(c, k + 1)
     full = np.array([i for i, t in enumerate(seqs) if len(t) == k + 1])
     classes = np.array([seqs[i] for i in full])  # [full sequences, K+1]
     # a union and its complement are one event read from its two sides (their contributions sum to
@@ -329,7 +292,7 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
 def _token_matrix(real: Realisation, events: list[set[tuple[int, ...]]]) -> np.ndarray:
     """``M[s, e] = P_target(a (K+1)-sequence in event e extends s | s)`` for every emitted ``s``."""
     pair, k, vocab = real.rounded.toy_pair, real.k, real.vocab
-    seqs = _decode(vocab, k + 1)
+    seqs = decode_sequences(vocab, k + 1)
     matrix = np.zeros((len(seqs), len(events)))
     for row, s in enumerate(seqs):
         frontier = [(s, Fraction(1))]
@@ -383,7 +346,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
     return EventFamily(
         name="bug-class",
         key=lambda e: sequence_keys(e, vocab, vocab, k),
-        n_keys=len(_decode(vocab, k + 1)),
+        n_keys=len(decode_sequences(vocab, k + 1)),
         matrix=_token_matrix(real, events),
         expected=np.array([float(x) for x in expected]),
         names=names,
@@ -398,7 +361,7 @@ def _bug_class_family(real: Realisation) -> EventFamily | None:
 def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
     vocab, k = real.vocab, real.k
     law = round_law(real.rounded.toy_pair, rule)
-    seqs = _decode(vocab, k + 1)
+    seqs = decode_sequences(vocab, k + 1)
     lengths = sorted({len(s) for s in seqs})
     matrix = np.zeros((len(seqs), len(seqs) + len(lengths)))
     expected: list[Fraction] = []
@@ -438,9 +401,9 @@ def build_families(real: Realisation, rule: str | StepRule | None = None) -> lis
     floor = _correction_floor_family(real)
     if floor is not None:
         families.append(floor)
-    later = _later_token_family(real, lossless)
-    if later is not None:
-        families.append(later)
+    for extra in (_later_token_family(real, lossless), every_token_family(real, lossless)):
+        if extra is not None:
+            families.append(extra)
     if real.enumerable:
         bug = _bug_class_family(real)
         if bug is not None:

@@ -25,8 +25,9 @@ from specproof.proofs.engine.vocabulary import CheckVerdict as Verdict  # the on
 from specproof.harness.files.json_numbers import number_word
 
 FLOOR_FAMILY = "correction-floor"  # the event family whose events are floors, not equalities (.events)
+BET_PRODUCT_FAMILY = "every-token"  # the family whose events are ceilings on bet products (.bet_products)
 
-__all__ = ["FLOOR_FAMILY", "Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES",
+__all__ = ["FLOOR_FAMILY", "BET_PRODUCT_FAMILY", "Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES",
            "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
 
 # defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
@@ -83,6 +84,9 @@ class Finding:
         if self.family == FLOOR_FAMILY:
             band = f" (less the dtype tolerance {self.tolerance:.3g})" if self.tolerance else ""
             law = f"every lossless rule gives at least {_number(self.expected)}{band}"
+        elif self.family == BET_PRODUCT_FAMILY:
+            band = f" (plus the dtype tolerance {self.tolerance:.3g})" if self.tolerance else ""
+            law = f"every lossless rule gives at most {_number(self.expected)}{band}"
         else:
             band = f" (dtype tolerance +/-{self.tolerance:.3g})" if self.tolerance else ""
             law = f"the exact law gives {_number(self.expected)}{band}"

@@ -8,6 +8,7 @@ import pytest
 
 from specproof.proofs.laws.sequences import target_law
 
+from specproof.harness.bench.event_limit import event_means
 from specproof.harness.check.events import build_families
 from specproof.harness.exact.tolerances import step_tolerance
 from specproof.harness.check.runner import check_verifier
@@ -70,14 +71,7 @@ def test_a_bonus_only_bug_is_flagged_by_the_token_at_its_position():
 
 def _floor_means(real, fam, law):
     """Means of the correction-floor events under an exact emission law (sequence -> probability)."""
-    import torch
-
-    seqs = list(law)
-    emitted = torch.full((len(seqs), real.k + 1), -1, dtype=torch.int64)
-    for i, s in enumerate(seqs):
-        emitted[i, :len(s)] = torch.tensor(s)
-    weights = np.bincount(fam.key(emitted), weights=[float(law[s]) for s in seqs], minlength=fam.n_keys)
-    return weights @ fam.matrix
+    return event_means(law, real, [fam])[0]
 
 
 @pytest.mark.parametrize("name", ["runtime-style context-free", "prefix-dependent V4 K2", "near-identical V4 K2",
