@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
     **dict.fromkeys(("SoftmaxReference", "exact_softmax"), "exact.softmax"),
     **dict.fromkeys(("Sampling", "apply_sampling"), "exact.sampling"),
     **dict.fromkeys(("critical_value", "detectable_shift", "samples_for_shift"), "check.statistics"),
-    **dict.fromkeys(("round_tolerance", "step_tolerance"), "exact.tolerances"),
+    **dict.fromkeys(("check_tolerance", "round_tolerance", "step_tolerance"), "exact.tolerances"),
 }
 
 make_lazy(__name__, _EXPORTS)

@@ -38,7 +38,7 @@ from specproof.harness.check.engine import alpha_shares, band_edges
 from specproof.harness.check.eprocess import betting_growth
 from specproof.harness.check.events import EventFamily, build_families
 from specproof.harness.check.scenarios import Scenario
-from specproof.harness.exact.tolerances import round_tolerance
+from specproof.harness.exact.tolerances import check_tolerance
 
 __all__ = ["event_limited_rows", "event_limit_table", "event_means", "key_weights", "best_side", "prepare_suite"]
 
@@ -57,7 +57,7 @@ def prepare_suite(suite: Sequence[Scenario], dtype: str, alpha: float) -> list[t
     streams = []
     for scenario in suite:
         real = scenario.realise(dtype, "cpu")
-        stream = _Stream(build_families(real, None), float(round_tolerance(dtype, real.vocab, real.k)))
+        stream = _Stream(build_families(real, None), float(check_tolerance(dtype, real.vocab, real.k)))
         streams.append(stream)
         out.append((real, stream))
     return [(real, stream, thr) for (real, stream), thr in zip(out, alpha_shares(streams, alpha))]

@@ -13,8 +13,12 @@ so the product ``B = prod_{j <= L} b_j`` over the emitted tokens has mean 1 (the
 ``B(s) = E[G(Z) | s]``, ``G`` the same product over all ``K + 1`` tokens of the continued sequence
 ``Z`` (the continuation's factors have mean 1), so ``Y = B / max G`` is a Rao-Blackwellised
 contribution in ``[0, 1]`` of mean ``P = 1 / max G``: a system whose continued law is within ``tau``
-of the target in total variation has ``E[Y] <= P + tau``.  A ceiling (``sides = "upper"``): the lower
-side has no power, since ``Y >= 0`` leaves a shortfall of at most ``P``.
+of the target in total variation has ``E[Y] <= P + tau``.  A ceiling (``sides = "upper"``): a
+shortfall of the product for ``U`` is an excess for the complement's (its bet on the complement is
+the opposite one), which is tested at no further share of alpha.  The float64 evaluation (each
+factor within ``3u`` relative, ``u = 2^-53``; ``K + 1`` factors, one division) keeps ``Y`` within
+``(6K + 7) u`` and ``P`` within ``(3K + 4) u`` to first order: the band adds twice their sum,
+``(18K + 22) u`` (``tolerance_extra``).
 
 Why.  A bug that tilts every token's law a little the same way (a temperature applied to one side
 only) moves each single-position event a little; a row's product compounds the tilt over all its
@@ -82,11 +86,11 @@ def every_token_family(real: Realisation, lossless: EventFamily) -> EventFamily 
     if not keep.size:
         return None
     products, top = products[:, keep], top[keep]
-    events = [e for i, e in enumerate(itertools.product(unions, BET_PRODUCT_FRACTIONS)) if i in set(keep.tolist())]
-    label = "every token" if c == real.vocab else f"every token's class mod {c}"
-    names = [f"{label} in {set(sub)}: product of fair bets at fraction {f} over the emitted tokens, "
-             f"divided by its largest value {t:.4g}"
-             for (sub, f), t in zip(events, top)]
+    kept = set(keep.tolist())
+    events = [e for i, e in enumerate(itertools.product(unions, BET_PRODUCT_FRACTIONS)) if i in kept]
+    label = "token" if c == real.vocab else f"token's class mod {c}"
+    names = [f"bets on '{label} in {set(sub)}' at fraction {f}: their product over the emitted tokens, "
+             f"divided by its largest value {t:.4g}" for (sub, f), t in zip(events, top)]
     return EventFamily(
         name=BET_PRODUCT_FAMILY,
         key=lossless.key,
@@ -96,4 +100,5 @@ def every_token_family(real: Realisation, lossless: EventFamily) -> EventFamily 
         names=names,
         zero_tolerance=np.zeros(len(names), dtype=bool),
         sides="upper",
+        tolerance_extra=(18 * k + 22) * 2.0**-53,
     )

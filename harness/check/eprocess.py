@@ -163,7 +163,8 @@ class SideEvidence:
         self._log_one = log_bet_factors(np.ones(size), safe_mu)
         self._ones: np.ndarray | None = None
         self._inner = None
-        if contributions is not None:
+        self._idle = not self.active.any()  # no side can reject (a floor's upper side): rows are only counted
+        if contributions is not None and not self._idle:
             y = np.asarray(contributions, dtype=np.float64)
             self._ones = (y >= 1.0).astype(np.float64)  # [keys, events]
             events, keys = np.nonzero(((y > 0.0) & (y < 1.0)).T)  # the fractional entries, grouped by event
@@ -189,6 +190,10 @@ class SideEvidence:
         """Fold in one batch: ``sums`` of ``Y`` per event over its ``rows`` rows; ``counts``: rows per key
         (needed when the side was built with ``contributions``)."""
         if rows <= 0:
+            return
+        if self._idle:
+            self.rows += rows
+            self.design_rows += rows
             return
         self.log_design += self.design_bet * sums - rows * log_mgf(self.mu, self.design_bet)
         if counts is None:  # indicators: sums rows have Y = 1, the rest Y = 0

@@ -244,8 +244,9 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
     Bound.  A row accepting the first draft emits it first (the contract; anything else is a certain
     finding), so with ``p'`` the system's first-token law and ``q'`` the drafts' law, ``P(X_1 = y,
     accepted) <= min(p'(y), q'(y))`` and ``P(X_1 = y, none accepted) >= (p' - q')^+(y) >= (p - q)^+(y)
-    - (p - p')^+(y) - (q' - q)^+(y)``.  A lossless system is within ``tau`` of ``p`` in total variation
-    and the harness's float64 drafts are within ``tau_64`` (float64's step tolerance) of ``q``, so over
+    - (p - p')^+(y) - (q' - q)^+(y)``.  A lossless system is within ``tau`` (the stream's band,
+    :func:`~specproof.harness.exact.tolerances.check_tolerance`) of ``p`` in total variation and the
+    harness's float64 drafts are within ``tau_64`` (float64's step tolerance) of ``q``, so over
     ``U`` the two positive parts sum to at most ``tau`` and ``tau_64``.  The canonical rule meets every
     floor exactly (it accepts ``min(p, q)`` of every token), so a correction draw that misses part of
     the residual ``max(0, p - q)`` - a reused uniform, a stale residual - falls below it by the whole

@@ -14,8 +14,9 @@ under test, calls ``verify(draft_probs, target_probs, draft_token_ids, generator
    at its prefix, or emitted tokens before the last that are not the drafted ones;
 4. event families (:mod:`.events`) with anytime-valid tests (:mod:`.engine`, :mod:`.eprocess`):
    family-wise false-alarm probability at most ``alpha`` (default 1e-6) over all events, scenarios
-   and every batch at which the evidence is read, with the dtype's derived tolerance
-   (:mod:`.tolerances`) as the null band; rows go adaptively to the scenario whose evidence grows;
+   and every batch at which the evidence is read, with the dtype's derived tolerance plus the
+   harness's float64 drafts' own drift (:func:`.tolerances.check_tolerance`) as the null band; rows
+   go adaptively to the scenario whose evidence grows;
 5. reproducibility: one batch is run twice with same-seeded generators and fresh copies of the
    inputs; outputs that differ (a verifier using the global RNG, not ``generator``) are a finding.
 
@@ -60,7 +61,7 @@ from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_S
                                             Finding, ScenarioReport, Verdict)
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
 from specproof.harness.exact.dtypes import dtype_name
-from specproof.harness.exact.tolerances import round_tolerance
+from specproof.harness.exact.tolerances import check_tolerance
 
 __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "ContractViolation",
            "VerifierError", "Verdict", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT", "DEFAULT_MAX_DETECTABLE_TV",
@@ -248,7 +249,7 @@ class BatchedStream:
                  batch_size: int, seed: int, call: VerifierCaller):
         self.index, self.real, self.families, self.seed, self.dtype, self.call = index, real, families, seed, dtype, call
         self.name, self.vocab, self.k = real.scenario.name, real.vocab, real.k
-        self.tolerance = float(round_tolerance(dtype, real.vocab, real.k))
+        self.tolerance = float(check_tolerance(dtype, real.vocab, real.k))
         self.draft_gen = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
         # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
         self.chunk = max(16, min(batch_size, (1 << 25) // ((2 * real.k + 1) * real.vocab)))

@@ -13,8 +13,9 @@ Families (row key: the emitted sequence's code, :func:`.events.sequence_keys` wi
 
 Null band.  The verifier reads rounded rows in the dtype under test; along a row at most ``N``
 sibling tests and residual updates and one final draw happen, each at most one verification step's
-drift (:func:`harness.exact.tolerances.step_tolerance`); total variation is subadditive, so
-``tau = min(1, (N + 1) tau_step)``.
+drift (:func:`harness.exact.tolerances.step_tolerance`), and the harness draws the ``N`` tree tokens by
+a float64 inverse CDF, each within ``tau_64 = step_tolerance("float64", V)`` of its row; total
+variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``.
 
 Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the
 harness's exact tables), and tokens before the last that leave the row's tree
@@ -51,8 +52,8 @@ MAX_CALL_ROWS = 8192
 
 
 def tree_tolerance(dtype: str, vocab: int, nodes: int) -> Fraction:
-    """``min(1, (N + 1) tau_step)`` (module docstring)."""
-    return min(Fraction(1), (nodes + 1) * step_tolerance(dtype, vocab))
+    """``min(1, (N + 1) tau_step + N tau_64)`` (module docstring)."""
+    return min(Fraction(1), (nodes + 1) * step_tolerance(dtype, vocab) + nodes * step_tolerance("float64", vocab))
 
 
 def _sequences(vocab: int, depth: int) -> list[tuple[int, ...]]:

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 from specproof.harness.exact.dtypes import dtype_info
 
-__all__ = ["step_tolerance", "round_tolerance"]
+__all__ = ["step_tolerance", "round_tolerance", "check_tolerance"]
 
 
 def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None) -> Fraction:
@@ -40,3 +40,11 @@ def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None)
 def round_tolerance(dtype: str, vocab: int, k: int, *, grid_step: Fraction | None = None) -> Fraction:
     """``min(1, (K + 1) tau_step)``: total-variation tolerance of one K-draft round."""
     return min(Fraction(1), (k + 1) * step_tolerance(dtype, vocab, grid_step=grid_step))
+
+
+def check_tolerance(dtype: str, vocab: int, k: int) -> Fraction:
+    """``min(1, tau_round + K tau_64)``: the statistical check's null band.  The harness draws the ``K``
+    drafts by a float64 inverse CDF, each within ``tau_64 = step_tolerance("float64", V)`` of its row
+    in total variation; the emitted law is a randomised function of the drafts, so a coupling of the
+    draft sequences moves it by at most ``K tau_64`` on top of the verifier's own ``tau_round``."""
+    return min(Fraction(1), round_tolerance(dtype, vocab, k) + k * step_tolerance("float64", vocab))

@@ -114,6 +114,38 @@ def test_correction_floor_expectations_are_the_residual_mass_of_their_union():
     assert fam.band(1e-3) == pytest.approx(np.full(fam.size, 1e-3 + tau_64), rel=1e-12) and tau_64 > 0
 
 
+def test_bucketed_floors_at_a_large_vocabulary_are_the_residual_mass_of_their_buckets():
+    """V = 1000 > 8: the first tokens fall in 8 buckets ordered by p - q (every token of a bucket has
+    p - q at most that of every token of a later one), each holding about 1/8 of the target's mass;
+    each floor is the exact residual mass of its buckets, and only buckets holding some are tested."""
+    real = _scenario("large vocabulary V1000 K4").realise("float32", "cpu")
+    fam = next(f for f in build_families(real) if f.name == "correction-floor")
+    p = real.rounded.exact_row("target", (0, 0))
+    q = real.rounded.exact_row("draft", (0, 0))
+    assert real.vocab == 1000 and fam.n_keys == 16
+    import torch
+
+    first = torch.arange(real.vocab)[:, None]
+    emitted = torch.cat([first, torch.full((real.vocab, real.k), -1)], dim=1)  # one-token rows: corrections
+    bucket = fam.key(emitted) - 8  # corrected rows are keyed bucket + 8
+    gap = [float(a - b) for a, b in zip(p, q)]
+    for b in range(7):
+        inside, later = bucket == b, bucket > b
+        assert max(g for g, i in zip(gap, inside) if i) <= min(g for g, i in zip(gap, later) if i)
+    top = float(max(p))
+    for b in range(8):
+        mass = float(sum(w for w, i in zip(p, bucket == b) if i))
+        assert abs(mass - 1 / 8) <= top + 1e-12
+    excess = [sum((max(Fraction(0), p[v] - q[v]) for v in range(real.vocab) if bucket[v] == b), Fraction(0))
+              for b in range(8)]
+    with_residual = [b for b in range(8) if excess[b] > 0]
+    assert fam.size == 2 ** len(with_residual) - 1
+    for e, label in enumerate(fam.names):
+        union = {int(t.split(" ")[1]) for t in label[label.index("{") + 1:label.index("}")].split(", ")}
+        assert union <= set(with_residual)
+        assert fam.expected[e] == pytest.approx(float(sum(excess[b] for b in union)), abs=1e-12)
+
+
 def test_a_reused_correction_uniform_is_flagged_below_its_floor():
     """FlashInfer's reused uniform (flashinfer-ai/flashinfer#424) biases corrections to late ids:
     the first tokens 0 and 2 are never corrections, below their floor 0.105 - the first finding."""

@@ -75,8 +75,10 @@ def test_off_tree_and_zero_positions():
     assert real.zero_positions(out).tolist() == [1, 0]
 
 
-def test_tolerance_is_the_step_tolerance_per_node_plus_one():
-    assert tree_tolerance("float32", 4, 6) == 7 * (Fraction(1, 2**24) * (1 + 2 + 7))
+def test_tolerance_is_the_step_tolerance_per_node_plus_one_and_the_tree_tokens_own_drift():
+    """``(N + 1) tau_step`` of the verifier, plus ``N tau_64``: the harness's float64 draws of the N tree tokens."""
+    tau_64 = Fraction(1, 2**53) * (1 + 2 + 7)  # g + V g / 2 + (V + 3) u with g = u = 2^-53, V = 4
+    assert tree_tolerance("float32", 4, 6) == 7 * (Fraction(1, 2**24) * (1 + 2 + 7)) + 6 * tau_64
 
 
 @pytest.mark.parametrize("bad, match", [
