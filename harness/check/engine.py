@@ -56,8 +56,8 @@ import numpy as np
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.eprocess import LN2, SideEvidence
-from specproof.harness.check.events import EventFamily
-from specproof.harness.check.result import BET_PRODUCT_FAMILY, FLOOR_FAMILY, Finding, ScenarioReport, Verdict
+from specproof.harness.check.event_family import BET_PRODUCT_FAMILY, FLOOR_FAMILY, EventFamily
+from specproof.harness.check.result import Finding, ScenarioReport, Verdict
 from specproof.harness.check.statistics import bernoulli_kl_array, samples_for_shift
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
@@ -260,7 +260,7 @@ class _Ledger:
             tv = fam.exact_tv.get(e)
             findings.append(Finding(stream.name, fam.name, fam.names[e], float(fam.expected[e]), observed, tol,
                                     stat, thr, self.rows, None if tv is None else float(tv), fam.rules.get(e),
-                                    fam.positions.get(e)))
+                                    fam.positions.get(e), sides=fam.sides))
         self.findings = findings
 
     def report(self, stopped: bool) -> ScenarioReport:

@@ -163,7 +163,7 @@ class SideEvidence:
         self._log_one = log_bet_factors(np.ones(size), safe_mu)
         self._ones: np.ndarray | None = None
         self._inner = None
-        self._idle = not self.active.any()  # no side can reject (a floor's upper side): rows are only counted
+        self._idle = not self.active.any()  # no event can reject on this side (a floor's upper, a ceiling's lower): only count rows
         if contributions is not None and not self._idle:
             y = np.asarray(contributions, dtype=np.float64)
             self._ones = (y >= 1.0).astype(np.float64)  # [keys, events]

@@ -14,7 +14,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-__all__ = ["EventFamily", "decode_sequences"]
+__all__ = ["EventFamily", "decode_sequences", "FLOOR_FAMILY", "BET_PRODUCT_FAMILY"]
+
+FLOOR_FAMILY = "correction-floor"  # the family whose events are floors (.events)
+BET_PRODUCT_FAMILY = "every-token"  # the family whose events are ceilings on bet products (.bet_products)
 
 
 @dataclass

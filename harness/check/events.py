@@ -50,10 +50,9 @@ from specproof.proofs.laws.step_rules import StepRule, get_step_rule, step_rules
 from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, target_law
 
 from specproof.harness.exact.reference import takes_logs
-from specproof.harness.exact.tolerances import step_tolerance
+from specproof.harness.exact.tolerances import draft_sampling_tolerance
 from specproof.harness.check.bet_products import every_token_family
-from specproof.harness.check.event_family import EventFamily, decode_sequences
-from specproof.harness.check.result import FLOOR_FAMILY
+from specproof.harness.check.event_family import FLOOR_FAMILY, EventFamily, decode_sequences
 from specproof.harness.check.scenarios import Realisation, sequence_codes
 
 __all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference",
@@ -268,7 +267,6 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
     for e, sub in enumerate(subsets):
         matrix[[n_buckets + b for b in sub], e] = 1.0
     floors = [sum((excess[b] for b in sub), Fraction(0)) for sub in subsets]
-    vocab = real.vocab
 
     def key(emitted: torch.Tensor) -> np.ndarray:
         out = _numpy(emitted)
@@ -286,7 +284,7 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
         zero_tolerance=np.zeros(len(subsets), dtype=bool),
         positions={i: 1 for i in range(len(subsets))},
         sides="lower",
-        tolerance_extra=float(step_tolerance("float64", vocab)),
+        tolerance_extra=float(draft_sampling_tolerance(real.vocab, 1)),  # the first draft's own drift
     )
 
 

@@ -24,11 +24,7 @@ from typing import Any
 from specproof.proofs.engine.vocabulary import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
 
-FLOOR_FAMILY = "correction-floor"  # the event family whose events are floors, not equalities (.events)
-BET_PRODUCT_FAMILY = "every-token"  # the family whose events are ceilings on bet products (.bet_products)
-
-__all__ = ["FLOOR_FAMILY", "BET_PRODUCT_FAMILY", "Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES",
-           "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
+__all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
 
 # defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
 DEFAULT_SAMPLES = 200_000  # rows per scenario
@@ -61,6 +57,7 @@ class Finding:
     rule: str | None = None  # bug-class findings: the incorrect rule whose excess set this is
     position: int | None = None  # 1-based token position at which the event's law first differs
     note: str | None = None  # what the finding means for a runtime (e.g. a known sampler defect)
+    sides: str = "both"  # the null the event holds a lossless system to (EventFamily.sides)
 
     def as_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in self.__dict__.items()} | {
@@ -81,10 +78,10 @@ class Finding:
             evidence = (f"evidence {self.statistic:.1f} nats, threshold {self.critical:.1f} "
                         f"(log e-value past the tolerance band)")
         note = f"\n      -> {self.note}" if self.note else ""
-        if self.family == FLOOR_FAMILY:
+        if self.sides == "lower":
             band = f" (less the dtype tolerance {self.tolerance:.3g})" if self.tolerance else ""
             law = f"every lossless rule gives at least {_number(self.expected)}{band}"
-        elif self.family == BET_PRODUCT_FAMILY:
+        elif self.sides == "upper":
             band = f" (plus the dtype tolerance {self.tolerance:.3g})" if self.tolerance else ""
             law = f"every lossless rule gives at most {_number(self.expected)}{band}"
         else:
@@ -193,18 +190,17 @@ class CheckResult:
 
     def evidence_by_rule(self) -> dict[str, float]:
         """Summed evidence (log e-values, nats, excess side only) of each bug class over the scenarios."""
-        out: dict[str, float] = {}
-        for s in self.scenarios:
-            for rule, nats in s.bug_class_evidence.items():
-                out[rule] = out.get(rule, 0.0) + nats
-        return out
+        return self._summed_over_scenarios("bug_class_evidence")
 
     def misfit_by_rule(self) -> dict[str, float]:
         """How badly each known incorrect rule's exact law predicts the observed means of the excess
         sets, summed over the scenarios (nats: ``rows * sum_e KL(observed_e || predicted_e)``)."""
+        return self._summed_over_scenarios("bug_class_misfit")
+
+    def _summed_over_scenarios(self, tally: str) -> dict[str, float]:
         out: dict[str, float] = {}
         for s in self.scenarios:
-            for rule, nats in s.bug_class_misfit.items():
+            for rule, nats in getattr(s, tally).items():
                 out[rule] = out.get(rule, 0.0) + nats
         return out
 

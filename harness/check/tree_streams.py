@@ -42,7 +42,7 @@ from specproof.harness.check.events import EventFamily, first_difference, sequen
 from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
 from specproof.harness.check.tree_laws import TREE_MUTANT_RULES, conditionals, continued, extensions, tree_law
 from specproof.harness.check.tree_scenarios import TreeBatch, TreeRealisation
-from specproof.harness.exact.tolerances import step_tolerance
+from specproof.harness.exact.tolerances import draft_sampling_tolerance, step_tolerance
 
 __all__ = ["ZERO_TOKEN", "OFF_TREE", "tree_tolerance", "tree_families", "TreeCaller", "TreeStream", "impossible_counts"]
 
@@ -53,7 +53,7 @@ MAX_CALL_ROWS = 8192
 
 def tree_tolerance(dtype: str, vocab: int, nodes: int) -> Fraction:
     """``min(1, (N + 1) tau_step + N tau_64)`` (module docstring)."""
-    return min(Fraction(1), (nodes + 1) * step_tolerance(dtype, vocab) + nodes * step_tolerance("float64", vocab))
+    return min(Fraction(1), (nodes + 1) * step_tolerance(dtype, vocab) + draft_sampling_tolerance(vocab, nodes))
 
 
 def _sequences(vocab: int, depth: int) -> list[tuple[int, ...]]:

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 from specproof.harness.exact.dtypes import dtype_info
 
-__all__ = ["step_tolerance", "round_tolerance", "check_tolerance"]
+__all__ = ["step_tolerance", "round_tolerance", "check_tolerance", "draft_sampling_tolerance"]
 
 
 def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None) -> Fraction:
@@ -42,9 +42,15 @@ def round_tolerance(dtype: str, vocab: int, k: int, *, grid_step: Fraction | Non
     return min(Fraction(1), (k + 1) * step_tolerance(dtype, vocab, grid_step=grid_step))
 
 
+def draft_sampling_tolerance(vocab: int, draws: int) -> Fraction:
+    """``draws tau_64``: how far the harness's own draws of ``draws`` draft tokens may move a law.  Each
+    is a float64 inverse-CDF draw within ``tau_64 = step_tolerance("float64", V)`` of its row in total
+    variation; whatever the system computes from them is a randomised function of the draws, so a
+    coupling of the draw sequences moves its law by at most the sum."""
+    return draws * step_tolerance("float64", vocab)
+
+
 def check_tolerance(dtype: str, vocab: int, k: int) -> Fraction:
-    """``min(1, tau_round + K tau_64)``: the statistical check's null band.  The harness draws the ``K``
-    drafts by a float64 inverse CDF, each within ``tau_64 = step_tolerance("float64", V)`` of its row
-    in total variation; the emitted law is a randomised function of the drafts, so a coupling of the
-    draft sequences moves it by at most ``K tau_64`` on top of the verifier's own ``tau_round``."""
-    return min(Fraction(1), round_tolerance(dtype, vocab, k) + k * step_tolerance("float64", vocab))
+    """``min(1, tau_round + K tau_64)``: the statistical check's null band, the verifier's own
+    ``tau_round`` plus the drift of the harness's ``K`` draft draws (:func:`draft_sampling_tolerance`)."""
+    return min(Fraction(1), round_tolerance(dtype, vocab, k) + draft_sampling_tolerance(vocab, k))

@@ -13,7 +13,7 @@ from scipy.stats import binom
 from specproof.harness.check.engine import (LEVELS, SCREEN_ROWS, RowBatch, alpha_shares, run_streams,
                                             verdict_for)
 from specproof.harness.check.eprocess import SideEvidence, design_detectable_shift
-from specproof.harness.check.events import EventFamily
+from specproof.harness.check.event_family import FLOOR_FAMILY, EventFamily
 from specproof.harness.check.result import Verdict
 from specproof.harness.check.statistics import detectable_shift
 from specproof.proofs.errors import SpecproofInputError
@@ -190,7 +190,7 @@ def test_a_stream_finding_first_means_no_interlude_under_fail_fast():
 def _with_floor(stream: CategoricalStream, floors: np.ndarray) -> CategoricalStream:
     """Add a floor family (``sides="lower"``) of the same unions: null ``E[Y] >= floor - band``."""
     base = stream.families[0]
-    stream.families.append(EventFamily("correction-floor", base.key, base.n_keys, base.matrix, floors,
+    stream.families.append(EventFamily(FLOOR_FAMILY, base.key, base.n_keys, base.matrix, floors,
                                        list(base.names), np.zeros(base.size, dtype=bool), sides="lower"))
     draw = stream.draw
 
@@ -217,7 +217,8 @@ def test_a_floor_is_tested_on_its_lower_side_only():
     assert run.reports[0].detectable_tv == pytest.approx(plain.reports[0].detectable_tv, rel=0.05)
     below = _with_floor(CategoricalStream("below", LAW, LAW, 0.0, rng), np.minimum(means + 0.05, 0.99))
     flagged = run_streams([below], alpha=1e-6, rows=20_000, fail_fast=True, progress=False).reports[0].findings
-    assert flagged and {f.family for f in flagged} == {"correction-floor"}
+    assert flagged and {f.family for f in flagged} == {FLOOR_FAMILY}
+    assert all(f.sides == "lower" and "every lossless rule gives at least" in f.line() for f in flagged)
     assert all(f.observed < f.expected for f in flagged)
 
 
