@@ -120,17 +120,49 @@ def test_a_ray_already_running_here_is_used_and_left_running(fake_ray):
     assert fake_ray.shutdowns == 0
 
 
-def test_a_ctrl_c_while_stop_waits_for_the_start_still_stops_ray(fake_ray):
-    import _thread
+class _WatchedEvent(threading.Event):
+    """An event that tells when a wait on it has begun and when a Ctrl-C reached one."""
 
-    start = RayStart(None, 2).begin()
-    threading.Timer(0.2, _thread.interrupt_main).start()  # Ctrl-C while the start is under way
-    threading.Timer(0.6, fake_ray.release.set).start()
-    with pytest.raises(KeyboardInterrupt):
-        start.stop()
-    assert fake_ray.shutdowns == 1 and start._thread is None
-    start.stop()  # idempotent
-    assert fake_ray.shutdowns == 1
+    def __init__(self):
+        super().__init__()
+        self.waiting, self.interrupted = threading.Event(), threading.Event()
+
+    def wait(self, timeout=None):
+        self.waiting.set()
+        try:
+            return super().wait(timeout)
+        except KeyboardInterrupt:
+            self.interrupted.set()
+            raise
+
+
+def test_a_ctrl_c_while_stop_waits_for_the_start_still_stops_ray(fake_ray):
+    """Ctrl-C comes once stop() waits for the start, and the start ends only after stop() has seen it
+    (no timers racing on a busy machine).  Python's own SIGINT handler is put in place: a run started
+    as a background job inherits SIGINT ignored, and then interrupt_main does nothing."""
+    import _thread
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        start = RayStart(None, 2).begin()
+        start._up = up = _WatchedEvent()  # set by the start thread only after fake_ray.release
+
+        def ctrl_c_then_finish_the_start():
+            assert up.waiting.wait(10)
+            _thread.interrupt_main()
+            up.interrupted.wait(10)
+            fake_ray.release.set()
+
+        threading.Thread(target=ctrl_c_then_finish_the_start, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            start.stop()
+        assert up.interrupted.is_set()
+        assert fake_ray.shutdowns == 1 and start._thread is None
+        start.stop()  # idempotent
+        assert fake_ray.shutdowns == 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_a_warm_up_that_cannot_be_submitted_is_not_an_error(fake_ray, monkeypatch):
