@@ -12,9 +12,9 @@ every stream (:func:`alpha_shares`: a fixed weight per family kind, then evenly)
 
 Allocation.  A screening pass gives every stream ``SCREEN_ROWS`` rows (8: the streams furthest
 behind then get doubling batches, 8, 16, 32, ..., so the screening deepens only while no stream
-leads; against 32, fail-fast test rows / N* over the bench's goal members fell from a median of 6.05 to 5.43
-over 15 seeds); then, after every batch, the
-next batch goes to the stream whose best event is closest to its threshold (``log E / ln(1/a) >=
+leads; against 32, fail-fast test rows / N* over the bench's goal members fell from a median of
+6.05 to 5.43 over 15 seeds); then, after every batch, the next batch goes to the stream whose
+best event is closest to its threshold (``log E / ln(1/a) >=
 FOCUS``), sized to the rows its evidence growth predicts it needs, or else to the stream furthest
 behind its quota (batches double).  Once the leader's score reaches ``APPROACH`` its batches shrink
 to half its predicted need (at least ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows

@@ -26,7 +26,7 @@ GRID_ONLY = {"le-ratio-invcdf"}
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("record", EXACT, ids=lambda r: r.name)
 def test_exact_implementations_pass(record, dtype):
-    # 10,000 rows per scenario keep this under 4 s a record; the default depth is the slow test below
+    # 10,000 rows per scenario (the default depth is the slow test below)
     result = check_verifier(record.fn, dtype=dtype, samples=10_000, seed=1, max_detectable_tv=0.09)
     assert result.passed, result.summary()
     assert result.detectable_tv <= 0.09
