@@ -234,3 +234,35 @@ def test_near_its_threshold_a_leader_gets_batches_of_half_its_need_not_a_doublin
     assert run.stop_reason == "fail-fast" and len(sizes) >= 3
     before = np.cumsum([0] + sizes[:-1])
     assert sizes[-1] < before[-1] and sizes[-1] <= max(MIN_APPROACH_BATCH, APPROACH_SHARE * before[-1])
+
+
+def test_screening_sees_the_stream_with_most_evidence_deeper_first_but_at_most_three_doublings_ahead():
+    """Below FOCUS, the next batch goes to the highest score among the streams within SCREEN_LEAD of
+    the least-seen one (so at most three doublings ahead); then it waits until the others catch up."""
+    from specproof.harness.check.engine import FOCUS, SCREEN_LEAD, _Ledger, _next_batch
+
+    rng = np.random.default_rng(4)
+    streams = [CategoricalStream(f"s{i}", LAW, LAW, 0.0, rng) for i in range(3)]
+    ledgers = [_Ledger(s, thr) for s, thr in zip(streams, alpha_shares(streams, 1e-6))]
+    for ledger in ledgers:
+        ledger.plan(10_000)
+
+    def fold(ledger, counts):
+        ledger.fold(RowBatch(int(sum(counts)), [np.array(counts, dtype=np.float64)]))
+
+    fold(ledgers[0], [2, 1, 1, 0])
+    fold(ledgers[1], [1, 0, 0, 3])  # token 3, of probability 0.1, three times in four rows
+    fold(ledgers[2], [2, 1, 1, 0])
+    scores = [l.score() for l in ledgers]
+    assert scores[1] > max(scores[0], scores[2]) and scores[1] < FOCUS
+    grown = []
+    while True:
+        chosen, n = _next_batch(ledgers)
+        if chosen is not ledgers[1]:
+            break
+        assert n == ledgers[1].rows  # a doubling
+        fold(ledgers[1], [n // 4] * 4)  # rows at the exact law: its score stays the highest
+        grown.append(ledgers[1].rows)
+        assert len(grown) < 10
+    assert grown == [8, 16, 32] and 2 * SCREEN_LEAD * ledgers[0].rows == 32
+    assert chosen is not ledgers[1] and chosen.rows == 4 and n == 4
