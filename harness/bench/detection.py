@@ -173,7 +173,7 @@ def _run_methods(fn: Callable[..., Any], seeds: tuple[int, ...], budget: int, ti
 def _oracle_record(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     if entry is None:
         return None
-    keep = ("n_star", "via", "kl", "impossible_mass", "n_star_vs_p_good", "p_good_is_projection")
+    keep = ("n_star", "via", "kl", "impossible_mass", "n_star_vs_p_good", "p_good_is_projection", "tv")
     return {**{k: v for k, v in entry.items() if k != "scenarios"},
             "scenarios": {name: {k: sc[k] for k in keep} for name, sc in entry["scenarios"].items()}}
 

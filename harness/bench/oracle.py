@@ -279,13 +279,15 @@ def rows_against(p_bad: Mapping[Seq, Fraction | float], null: Mapping[Seq, float
 
 def scenario_oracle(p_bad: Mapping[Seq, Fraction], pair: ToyPair, *, p_good: Mapping[Seq, Fraction] | None = None,
                     alpha: float = ORACLE_ALPHA, beta: float = ORACLE_BETA) -> dict[str, Any]:
-    """``N*`` of one bad law on one pair, against ``Q*`` and against ``P_good`` (module docstring)."""
+    """``N*`` of one bad law on one pair, against ``Q*`` and against ``P_good`` (module docstring);
+    ``tv``: the total variation ``(1/2) sum_s |P_bad(s) - P_good(s)|`` over emitted sequences."""
     projection = project(p_bad, pair)
     good = {s: float(v) for s, v in (p_good if p_good is not None else round_law(pair, CANONICAL)).items()}
     m = projection.impossible_mass
     n_imp, n_kl = impossible_rows(m, beta), kl_rows(projection.kl, alpha)
     kl_good = kl_divergence(projection.conditioned, good) if projection.conditioned else math.inf
-    return {"n_star": min(n_imp, n_kl), "via": "impossible" if n_imp <= n_kl else "kl",
+    tv = 0.5 * sum(abs(float(p_bad.get(s, 0)) - good.get(s, 0.0)) for s in set(p_bad) | set(good))
+    return {"n_star": min(n_imp, n_kl), "via": "impossible" if n_imp <= n_kl else "kl", "tv": tv,
             "kl": projection.kl, "kl_gap": projection.gap, "impossible_mass": m,
             "n_star_kl": n_kl, "n_star_impossible": n_imp,
             "n_star_vs_p_good": rows_against(p_bad, good, alpha=alpha, beta=beta),
@@ -297,7 +299,8 @@ def oracle_table(names: Sequence[str], suite: Sequence[Scenario], *, dtype: str 
     """``N*`` per member: the minimum over the suite's enumerable scenarios, naming the scenario.
 
     Returns ``{"members": {name: {n_star, scenario, via, n_star_vs_p_good, scenario_vs_p_good,
-    in_goals, note, scenarios: {scenario: scenario_oracle(...)}}}, "excluded_scenarios": {name: why},
+    in_goals, note, tv, tv_scenario (the largest TV from P_good and its scenario),
+    scenarios: {scenario: scenario_oracle(...)}}}, "excluded_scenarios": {name: why},
     "unmodelled": {member: why}, "alpha", "beta", "seconds"}``."""
     say = progress or (lambda _msg: None)
     start = time.perf_counter()
@@ -320,10 +323,12 @@ def oracle_table(names: Sequence[str], suite: Sequence[Scenario], *, dtype: str 
                for sname, real, good in realised}
         best = min(per, key=lambda k: per[k]["n_star"])
         best_good = min(per, key=lambda k: per[k]["n_star_vs_p_good"])
+        widest = max(per, key=lambda k: per[k]["tv"])
         note = APPROXIMATE.get(name)
         members[name] = {"n_star": per[best]["n_star"], "scenario": best, "via": per[best]["via"],
                          "n_star_vs_p_good": per[best_good]["n_star_vs_p_good"],
                          "scenario_vs_p_good": best_good, "in_goals": note is None, "note": note,
+                         "tv": per[widest]["tv"], "tv_scenario": widest,
                          "scenarios": per}
     return {"members": members, "excluded_scenarios": excluded, "unmodelled": unmodelled,
             "alpha": ORACLE_ALPHA, "beta": ORACLE_BETA, "seconds": time.perf_counter() - start}

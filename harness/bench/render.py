@@ -219,6 +219,40 @@ def _scaling(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _check_goals(data: dict[str, Any]) -> list[str]:
+    """Issue 16's goals on the check as a user runs it (:mod:`.check_goals`); files from before have none."""
+    cg = data.get("check_goals")
+    if not cg:
+        return []
+    d, tb = cg["default_check"], cg["time_budget"]
+    lines = ["### The check as a user runs it: default check, default vs fail-fast, time budget", "",
+             f"Default check (`{d['command']}`, a child process, start-up included): {d.get('verdict')} in "
+             f"{d['seconds']:.1f} s on {_num(d.get('rows'))} rows, detectable TV {_num(d.get('detectable_tv'))}"
+             + (f"; {d['note']}" if d.get("note") else "") + ".", ""]
+    per_row = tb["seconds_per_row"]
+    lines.append("Per member, seed 0: verifier rows at the first finding with `--fail-fast` and without it (the "
+                 "default run: counted only where its first calls are the fail-fast run's, batch by batch); "
+                 f"`--time-budget {tb['seconds']:g}` with fail-fast, the member slowed to "
+                 + (f"{per_row * 1e3:.3g} ms per row (`{tb['one_row_at_a_time']}`, measured here)"
+                    if per_row is not None else "(not measured: transformers is not installed)")
+                 + "; exact TV: from the canonical law, in the scenario where it is largest.")
+    lines += ["", "| member | exact TV (scenario) | fail-fast rows | default rows at first finding | default / "
+                  "fail-fast | default rows in all | time budget: flagged | seconds | rows | strongest finding |",
+              "|:--|:--|---:|---:|---:|---:|:--|---:|---:|:--|"]
+    for name, pair in cg["default_vs_fail_fast"].items():
+        b = tb["members"].get(name) or {}
+        tv = f"{b['tv']:.3g} ('{b['tv_scenario']}')" if b.get("tv") is not None else "-"
+        first = pair["default_rows_at_first_finding"]
+        timed = ("-" if not b else "yes" if b["flagged"] else "no")
+        depth = "" if pair.get("samples") is None else f" ({pair['samples']:,} rows per scenario)"
+        shown = "-" if first is None else f"{first:,}"
+        lines.append(f"| {name}{depth} | {tv} | {pair['fail_fast_rows']:,} | {shown} | "
+                     f"{_ratio(pair['ratio'])} | {pair['default_rows_total']:,} | {timed} | "
+                     f"{_num(b.get('seconds'))} | {_num(b.get('rows'))} | {b.get('strongest') or '-'} |")
+    lines.append("")
+    return lines
+
+
 def _load(prov: dict[str, Any], when: str) -> str:
     values = (prov.get("load_average") or {}).get(when)
     return "unknown" if not values else "/".join(f"{v:.2f}" for v in values)
@@ -240,6 +274,6 @@ def render_markdown(data: dict[str, Any]) -> str:
                  else _num(measured, 5))
         lines.append(f"- {goal['statement']}: {_goal(goal)} (measured {shown}).")
     lines.append("")
-    for part in (_reference, _detection, _throughput, _proofs, _scaling):
+    for part in (_reference, _detection, _throughput, _proofs, _scaling, _check_goals):
         lines += part(data)
     return "\n".join(lines).rstrip() + "\n"

@@ -19,6 +19,10 @@ Sections (each measured in the same process, one after the other, never concurre
    figure: exact reference (fast, plain) and exact event laws against V and K, check seconds per row
    against V and K (the K series at V = 1,024; the event laws enumerate ``C^(K+1)`` class sequences,
    so K stays at most 4 there).
+6. ``check_goals`` - :func:`~specproof.harness.bench.check_goals.check_goals`: the CLI's default check
+   of ``canonical-ratio-race`` (seconds, detectable TV), each zoo member's default run against its
+   fail-fast run (verifier rows at the first finding), and ``--time-budget 120`` on each member slowed
+   to the one-row-at-a-time transformers adapter's speed.
 
 ``bench.json`` (``SCHEMA = 1``; ``indent=2, sort_keys=True``; every row keyed by name, never by position)::
 
@@ -39,9 +43,9 @@ Sections (each measured in the same process, one after the other, never concurre
                           grid: {core, caught, verdict, scenario, tv, impossible_mass, crafted_rows,
                                  scenarios_analysed, seconds} | null,
                           oracle: {n_star, scenario, via ("kl" | "impossible"), n_star_vs_p_good,
-                                   scenario_vs_p_good, in_goals, note,
+                                   scenario_vs_p_good, in_goals, note, tv, tv_scenario,
                                    scenarios: {scenario: {n_star, via, kl, impossible_mass,
-                                               n_star_vs_p_good, p_good_is_projection}}} | null,
+                                               n_star_vs_p_good, p_good_is_projection, tv}}} | null,
                           event_limit: {rows, growth, scenario, family, event, side, expected, bad_mean,
                                         edge, log_threshold} | null,
                           ratios_to_n_star: {method | "specproof_test": median rows / N* | null}}},
@@ -68,6 +72,15 @@ Sections (each measured in the same process, one after the other, never concurre
              seconds}}, theorems: {"T3": {verdict, seconds, statement}}, seconds},
     scaling: {figures: {name: {axis: "vocab" | "k", fixed: str, points: {"<x>": seconds},
               exponent}}},
+    check_goals: {default_check: {command, seconds, exit_code, verdict, rows, detectable_tv, samples, note},
+                  default_vs_fail_fast: {member: {fail_fast_rows, default_rows_at_first_finding,
+                                         default_rows_total, same_calls_until_first_finding, flagged,
+                                         rows_at_first_flag, samples, seconds_per_row, ratio}},
+                  time_budget: {seconds, one_row_at_a_time, seconds_per_row,
+                                members: {member: {tv, tv_scenario, flagged, seconds, rows (every
+                                                   verifier row), strongest (its finding's family)}}},
+                  goals: {default_check | default_vs_fail_fast | time_budget: {statement, measured, met}},
+                  seconds},
     goals: {name: {statement, measured, met (null: not measured in this mode)}}
 
 ``bench.md`` renders the same figures as a Markdown section (:mod:`.bench_render`).
@@ -93,6 +106,7 @@ from specproof.proofs.engine.results import Verdict
 from specproof.proofs.claims.pipeline import Settings
 from specproof.proofs.claims.theorems import prove_theorem, theorems
 
+from specproof.harness.bench.check_goals import TIME_BUDGET_SECONDS, check_goals
 from specproof.harness.bench.detection import detection_benchmark
 from specproof.harness.bench.reference import bench_exact_reference
 from specproof.harness.bench.render import render_markdown
@@ -135,6 +149,9 @@ class BenchConfig:
     proof_entries: tuple[str, ...] | None = None  # None: the whole catalogue
     devices: tuple[str, ...] = ("cpu",)
     seed: int = 0
+    check_goal_samples: int | None = None  # None: the CLI's default depth (check_goals)
+    check_goal_members: tuple[str, ...] | None = None  # None: the whole zoo
+    check_goal_time_budget: float = TIME_BUDGET_SECONDS
 
     @classmethod
     def full(cls, devices: tuple[str, ...] = ("cpu",)) -> "BenchConfig":
@@ -146,7 +163,8 @@ class BenchConfig:
     def quick(cls, devices: tuple[str, ...] = ("cpu",)) -> "BenchConfig":
         return cls("quick", (4096, 32768, 262144), 3, (0, 1, 2), 1 << 16, 3.0,
                    {32: 16384, 1024: 4096, 32768: 256, 131072: 128}, {1: 4096, 2: 4096, 3: 4096, 4: 4096},
-                   False, devices=devices)
+                   False, devices=devices, check_goal_samples=2048,
+                   check_goal_members=("resample-from-target", "le-ratio-invcdf"), check_goal_time_budget=10.0)
 
     def validate(self) -> None:
         if self.mode not in ("quick", "full", "custom"):
@@ -162,6 +180,12 @@ class BenchConfig:
         if not self.k_series or any(k < 1 or k > 4 or s < 64 for k, s in self.k_series.items()):
             raise SpecproofInputError("k_series", "needs K in 1..4 (C^(K+1) exact events) with >= 64 rows",
                                       "pass e.g. {1: 2048, 4: 2048}")
+        if self.check_goal_samples is not None and self.check_goal_samples < 64:
+            raise SpecproofInputError("check_goal_samples", f"{self.check_goal_samples} < 64",
+                                      "pass at least 64 rows per scenario, or None for the default depth")
+        if not self.check_goal_time_budget > 0:
+            raise SpecproofInputError("check_goal_time_budget", f"{self.check_goal_time_budget!r} is not positive",
+                                      "pass e.g. 120")
         for device in self.devices:
             if device not in ("cpu", "cuda"):
                 raise SpecproofInputError("--device", f"{device!r} is unknown", "use cpu or cuda")
@@ -264,6 +288,8 @@ def _goals(config: BenchConfig, data: dict[str, Any]) -> dict[str, Any]:
     }
     for name, goal in data["detection"]["summary"]["goals"].items():
         goals[f"detection_{name}"] = goal
+    for name, goal in data["check_goals"]["goals"].items():
+        goals[f"check_{name}"] = goal
     if config.mode == "quick":
         goals["quick_run_seconds"] = {"statement": f"specproof bench --quick within {QUICK_GOAL_SECONDS:g} s",
                                       "measured": data["total_seconds"],
@@ -303,10 +329,13 @@ def run_bench(config: BenchConfig, *, progress: Callable[[str], None] | None = N
         k_rows[f"K{k}"] = throughput_row(K_SERIES_VOCAB, k, samples, "cpu", config.seed)
     k_series = {"implementation": THROUGHPUT_IMPLEMENTATION, "vocab": K_SERIES_VOCAB, "rows": k_rows}
     proofs = _proofs(config, say)
+    checks = check_goals(oracle={name: m["oracle"] for name, m in detection["members"].items() if m["oracle"]},
+                         members=config.check_goal_members, samples=config.check_goal_samples,
+                         time_budget=config.check_goal_time_budget, progress=say)
     data: dict[str, Any] = BENCH.envelope({
         "mode": config.mode,
         "config": _config_json(config), "exact_reference": reference_doc, "detection": detection,
-        "throughput": throughput, "k_series": k_series, "proofs": proofs,
+        "throughput": throughput, "k_series": k_series, "proofs": proofs, "check_goals": checks,
         "scaling": _scaling(reference_doc, throughput, k_series),
     }, provenance(device=config.devices[-1], dtypes=["float32"], seeds=sorted({config.seed, *config.detection_seeds}),
                   extra={"load_average": {"start": load_start, "end": _load_average()}})).to_json()

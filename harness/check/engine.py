@@ -16,11 +16,12 @@ reaches ``FOCUS``, sized to the rows its evidence growth predicts it needs.  Unt
 deepens by doubling batches (4, 8, 16, ...) ordered by evidence: of the streams within
 ``SCREEN_LEAD`` (4x) of the least-seen one (rows over quota), the highest score goes first, so a
 stream that shows something is seen deeper first, at most three doublings ahead.  (Fail-fast test
-rows / N* over the bench's goal members, per-member median over seeds 0-29, median / max: 3.56 /
-8.12; the least-seen stream first with 8-row batches gave 5.43 / 9.11 over seeds 0-14.  Dropped:
-no lead limit, 15.8 / 360 (noise leads); FOCUS 0.2, 3.50 / 9.03; focus on ``max log E - ln K``,
-rows x1.8; an e-process pooled over the streams, each batch betting on its stream's leading event:
-it crossed at the same batches as the events' own tests, and its share of alpha raised theirs.)
+rows / N* over the bench's goal members, per-member median over seeds, then median / max over the
+members: 3.56 / 8.12 over seeds 0-29; the least-seen stream first with 8-row batches, 5.43 / 9.11
+over seeds 0-14.  Dropped: FOCUS 0.2, 3.50 / 9.03 (seeds 0-29, a worse maximum); no lead limit
+(8-row screening, seeds 0-14), 15.8 / 360, as noise leads; focus on ``max log E - ln K``, rows
+x1.8; an e-process pooled over the streams, each batch betting on its stream's leading event: it
+crossed at the same batches as the events' own tests, and its share of alpha raised theirs.)
 Once the leader's score reaches ``APPROACH`` its batches shrink to half its predicted need (at least
 ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows past its crossing.  A stream
 stops at its first rejection or its quota; the run stops when every stream has, at the first

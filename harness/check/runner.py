@@ -29,12 +29,14 @@ PASS only when that is at most ``max_detectable_tv`` everywhere, else UNDERPOWER
 finding).  The verifier gets its own copies of the inputs: the harness never reads back what it was
 handed.
 
-Fail-fast order.  Without ``fail_fast`` the injection runs before the streams.  With it, the streams
-run first until they have drawn as many rows as the injection would (its passes x rows per pass),
-then the injection, then the rest of the streams (the engine's ``interlude``): a bug the statistics
-see sooner is flagged without paying for the injection, and a rare-draw bug the statistics cannot
-see is flagged after at most twice the injection's rows (the doubling argument).  The injection draws
-rows of its own and its findings are certain, so the order changes no false-alarm bound.
+Order.  The streams run first until they have drawn as many rows as the injection would (its passes
+x rows per pass), then the injection, then the rest of the streams (the engine's ``interlude``): a bug
+the statistics see sooner is flagged without paying for the injection, and a rare-draw bug the
+statistics cannot see is flagged after at most twice the injection's rows (the doubling argument).
+``fail_fast`` only stops the run at the first finding; until then a run with and without it draws
+the same rows, so the first finding comes after the same rows (``rows_at_first_flag``).  The
+injection draws rows of its own and its findings are certain, so the order changes no false-alarm
+bound.
 
 Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
@@ -102,8 +104,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     callable receiving one line per batch.
     ``fail_fast``: stop the whole run at the first finding (``CheckResult.rows`` then counts the rows
     it took to flag the verifier; ``rows_at_first_flag`` is recorded either way).
-    ``inject``: run the RNG edge injection (CPU only; reported as not run elsewhere): first, or with
-    ``fail_fast`` after the streams' first rows (module docstring).
+    ``inject``: run the RNG edge injection (CPU only; reported as not run elsewhere) after the
+    streams' first rows (module docstring: Order).
     ``engine``: ``None`` (rows drawn here) or an entered :class:`.ray_engine.RayEngine` (rows drawn by
     Ray tasks; a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
     dtype = dtype_name(dtype)
@@ -153,13 +155,11 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                                      rows=rows, fail_fast=fail_fast)
             return bool(injection.findings)
 
-        if fail_fast:  # the streams first, up to the injection's own cost (module docstring: Fail-fast order)
-            interlude = (rows * INJECTION_PASSES, run_injection)
-        else:
-            run_injection()
+        # the streams first, up to the injection's own cost, with or without fail_fast (module docstring: Order)
+        interlude = (rows * INJECTION_PASSES, run_injection)
     elif inject:
         injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
-    extra = list(reproducibility) + (_injection_findings(injection) if injection is not None else [])
+    extra = list(reproducibility)
     before_streams = bool(extra)  # findings known before a stream row was drawn
     if extra and fail_fast:
         run = EngineRun([s.empty_report() for s in streams], 0, 0.0, "fail-fast", 0)
@@ -168,8 +168,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         try:
             run = run_streams(drawn, alpha=alpha, rows=per_scenario, level=level,
                               max_detectable_tv=max_detectable_tv, fail_fast=fail_fast,
-                              # the budget covers the whole check: what injection and reproducibility took is spent
-                              # (and the injection's share is kept for it when it runs after the streams' first rows)
+                              # the budget covers the whole check: what reproducibility took is spent, and the
+                              # injection's share is kept for it (it runs after the streams' first rows)
                               time_budget=None if time_budget is None else max(
                                   1e-3, time_budget - (time.perf_counter() - start) - (share if interlude else 0.0)),
                               progress=progress, interlude=interlude)
@@ -181,8 +181,11 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     if interlude is not None:
         if injection is not None:
             extra += _injection_findings(injection)
+        elif run.stop_reason == "fail-fast":
+            first = "the reproducibility check" if before_streams else "the statistics"
+            injection_note = f"RNG edge injection not run: {first} flagged the verifier first (fail-fast)"
         else:
-            injection_note = "RNG edge injection not run: the statistics flagged the verifier first (fail-fast)"
+            injection_note = f"RNG edge injection not run: the run ended before it ({run.stop_reason})"
     total = time.perf_counter() - start
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
     if inconclusive is not None and not extra:

@@ -40,13 +40,16 @@ def add_reference_options(parser: argparse.ArgumentParser) -> None:
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "bench", help="benchmarks: exact reference, detection strength, throughput, proofs, scaling",
+        "bench", help="benchmarks: exact reference, detection strength, throughput, proofs, scaling, check goals",
         description="Measure, in one run on this machine: the fast exact reference against plain "
                     "Fractions, the rows specproof and two baselines need to flag each zoo member "
                     "beside the oracle row count N* (the rows a sequential test that knows the member's "
                     "exact law needs against every lossless law; printed per member with rows / N*), "
-                    "check_verifier throughput and harness share, proof times, and fitted growth "
-                    "exponents. Writes bench.json and bench.md (--only reference: reference.json).")
+                    "check_verifier throughput and harness share, proof times, fitted growth "
+                    "exponents, and the check as a user runs it: the default check's seconds and "
+                    "detectable TV, each member's default run against --fail-fast, and --time-budget 120 "
+                    "at a one-row-at-a-time verifier's speed. Writes bench.json and bench.md "
+                    "(--only reference: reference.json).")
     options.add_out(parser, help="output folder (default reports/bench)", default=Path("reports/bench"),
                     folder=True)
     parser.add_argument("--quick", action="store_true",

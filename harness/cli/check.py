@@ -10,7 +10,8 @@ transformers, sglang-tree); --contract tree / generate checks a tree verifier or
 TARGET is imported and executed in this process with your user's rights: check only code you trust.
 A path.py target's folder is put on sys.path, so it can import modules beside it.
 
-What runs:
+What runs (the statistics first, up to as many rows as the injection costs, then the injection,
+then the rest of the statistics; --fail-fast stops at the first finding, after the same rows):
   1. RNG edge injection (CPU; --no-inject turns it off): the verifier runs with a known fraction of
      its torch.rand / rand_like / uniform_ / exponential_ draws replaced by values torch's generator
      really produces at its edges (0, the smallest and the largest value below 1).  A verifier that
@@ -101,7 +102,7 @@ def _contract_module(name: str) -> Any:
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "check", help="check a verifier against the exact reference (injection, then anytime-valid statistics)",
+        "check", help="check a verifier against the exact reference (RNG edge injection, anytime-valid statistics)",
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="TARGET", help="package.module:function or path/to/file.py:function")
@@ -120,8 +121,7 @@ def add_parser(subparsers: Any) -> None:
                        help="spend this many seconds; the verdict states the TV they could see")
     depth.add_argument("--samples", type=int, help="fixed verifier rows per scenario")
     parser.add_argument("--fail-fast", action="store_true",
-                        help="stop at the first finding (the statistics then run before the RNG edge injection, "
-                             "up to its row count)")
+                        help="stop at the first finding (the run draws the same rows as without it until then)")
     parser.add_argument("--no-inject", action="store_true", help="skip the RNG edge injection")
     options.add_seed(parser)
     parser.add_argument("--rule", choices=[r.name for r in step_rules()],

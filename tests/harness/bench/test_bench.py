@@ -25,7 +25,8 @@ TINY = BenchConfig(
     detection_row_budget=1 << 12, detection_time_limit=None, throughput_samples={32: 64, 64: 64},
     k_series={1: 64, 2: 64}, proof_drift=False,
     detection_members=("continue-after-rejection", "le-ratio-invcdf"),
-    proof_entries=("canonical", "resample-from-target"))
+    proof_entries=("canonical", "resample-from-target"), check_goal_samples=512,
+    check_goal_members=("continue-after-rejection", "le-ratio-invcdf"), check_goal_time_budget=5.0)
 
 
 def test_runtime_schedule_is_the_runtimes_own_at_100k():
@@ -111,7 +112,7 @@ def _finite_number(x):
 def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     data = tiny_document
     assert set(data) == {"schema", "kind", "mode", "provenance", "config", "exact_reference", "detection",
-                         "throughput", "k_series", "proofs", "scaling", "total_seconds", "goals"}
+                         "throughput", "k_series", "proofs", "scaling", "check_goals", "total_seconds", "goals"}
     assert data["schema"] == bench.SCHEMA == 1 and data["kind"] == "bench" and data["mode"] == "custom"
     assert {"git", "versions", "cpu", "device", "date", "seeds", "load_average"} <= set(data["provenance"])
 
@@ -180,7 +181,25 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert all(_finite_number(f["exponent"]) for f in figures.values())
     assert set(data["goals"]) == {"reference_speedup_at_262144", "reference_fast_seconds_at_262144",
                                   "detection_all_caught", "detection_rows_vs_oracle", "detection_vs_chi_square",
-                                  "detection_rows_vs_oracle_all_rows", "detection_vs_chi_square_all_rows"}
+                                  "detection_rows_vs_oracle_all_rows", "detection_vs_chi_square_all_rows",
+                                  "check_default_check", "check_default_vs_fail_fast", "check_time_budget"}
+    # reduced depth and budget: the goals about the default depth and a 120 s budget are not measured
+    assert all(data["goals"][f"check_{g}"]["met"] is None
+               for g in ("default_check", "default_vs_fail_fast", "time_budget"))
+
+    checks = data["check_goals"]
+    default = checks["default_check"]  # the CLI in a child process, 512 rows per scenario: short of the power
+    assert default["exit_code"] == 3 and default["verdict"] == "underpowered" and default["rows"] == 13 * 512
+    assert default["seconds"] > 0 and default["detectable_tv"] > 0.02
+    for name, pair in checks["default_vs_fail_fast"].items():
+        assert pair["flagged"] and pair["same_calls_until_first_finding"], name
+        assert pair["ratio"] == 1.0 and pair["default_rows_total"] > pair["fail_fast_rows"] > 0, name
+    budget = checks["time_budget"]
+    assert budget["seconds_per_row"] > 0  # transformers is in the test extras
+    for name, entry in budget["members"].items():
+        oracle = det["members"][name]["oracle"]
+        assert entry["tv"] == oracle["tv"] == oracle["scenarios"][entry["tv_scenario"]]["tv"] and 0 < entry["tv"] <= 1
+    assert budget["members"]["continue-after-rejection"]["flagged"]
     assert data["goals"]["reference_speedup_at_262144"]["met"] is None  # V = 262,144 not in this run
 
     json_path, md_path = write_bench(data, tmp_path / "out")
@@ -188,7 +207,7 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert json.loads(text) == data and text == json.dumps(data, indent=2, sort_keys=True) + "\n"
     md = md_path.read_text()
     for heading in ("## Benchmarks", "### Exact reference", "### Detection strength", "### Throughput",
-                    "### Proofs", "### Scaling"):
+                    "### Proofs", "### Scaling", "### The check as a user runs it"):
         assert heading in md
     assert "CUDA not measured" in md
     for column in ("N* (how, scenario)", "specproof/N*", "test/N*", "chi-square/N*", "runtime/N*"):
@@ -257,3 +276,35 @@ def test_quick_run_measures_its_time_goal(tmp_path):
     assert args.handler(args) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert data["mode"] == "quick" and data["goals"]["quick_run_seconds"]["met"] is not None
+
+
+def test_a_slowed_verifier_keeps_its_law_and_takes_its_rows_times_the_rate():
+    import time
+
+    from specproof.harness.bench.check_goals import SlowedVerifier
+
+    from specproof.harness.check.scenarios import default_suite
+
+    real = default_suite()[0].realise("float32")
+    drafts = real.sample_drafts(8, torch.Generator().manual_seed(0))
+    args = (*real.rows(drafts), drafts)
+    slowed = SlowedVerifier(EXACT, 0.01)
+    start = time.perf_counter()
+    out = slowed(*args, torch.Generator().manual_seed(3))
+    assert time.perf_counter() - start >= 8 * 0.01
+    assert torch.equal(out, EXACT(*args, torch.Generator().manual_seed(3)))
+
+
+@pytest.mark.parametrize("ratios, met", [([1.0, 1.0], True), ([1.0, 2.5], False), ([1.0, None], False)])
+def test_the_default_vs_fail_fast_goal_needs_every_member_paired_within_twice(ratios, met):
+    from specproof.harness.bench.check_goals import _goals
+
+    paired = {f"m{i}": {"ratio": r} for i, r in enumerate(ratios)}
+    default = {"seconds": 12.0, "verdict": "pass", "detectable_tv": 0.018, "rows": 900_000}
+    goals = _goals(default, paired, {}, None, None, 120.0)
+    assert goals["default_vs_fail_fast"]["met"] is met and goals["default_check"]["met"] is True
+    assert _goals({**default, "seconds": 31.0}, paired, {}, None, None, 120.0)["default_check"]["met"] is False
+    budgeted = {"a": {"tv": 0.2, "flagged": True}, "b": {"tv": 0.05, "flagged": False}}
+    assert _goals(default, paired, budgeted, 1e-3, None, 120.0)["time_budget"]["met"] is True
+    budgeted["c"] = {"tv": 0.4, "flagged": False}
+    assert _goals(default, paired, budgeted, 1e-3, None, 120.0)["time_budget"]["met"] is False

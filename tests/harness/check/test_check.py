@@ -281,15 +281,30 @@ def test_vectorised_chernoff_statistics_is_the_event_test():
     assert not hasattr(runner, "_kl")
 
 
-def test_default_run_flags_after_the_same_rows_as_fail_fast():
-    """The allocation does not depend on fail_fast until the first finding: the default run (which
-    goes on collecting findings) records the very row count at which a fail-fast run stops."""
-    record = next(r for r in ZOO if r.name == "top1-acceptance")
-    fast = check_verifier(record.fn, samples=4_096, fail_fast=True, inject=False, progress=False)
-    full = check_verifier(record.fn, samples=4_096, inject=False, progress=False)
+@pytest.mark.parametrize("name, by_injection", [("top1-acceptance", False), ("le-ratio-invcdf", True)])
+def test_default_run_flags_after_the_same_rows_as_fail_fast(name, by_injection):
+    """Until the first finding a run with and without fail_fast calls the verifier with the same
+    batches, the RNG edge injection's included (runner docstring: Order), so the default run (which
+    goes on collecting findings) records the very row count at which a fail-fast run stops: for a bug
+    the statistics see, and for a u == 0 bug only the injection sees."""
+    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS
+
+    def recording(calls):
+        def verify(draft_probs, target_probs, draft_token_ids, generator):
+            calls.append((tuple(target_probs.shape), hash(draft_token_ids.numpy().tobytes())))
+            return get(name).fn(draft_probs, target_probs, draft_token_ids, generator)
+        return verify
+
+    fast_calls, full_calls = [], []
+    fast = check_verifier(recording(fast_calls), samples=4_096, fail_fast=True, progress=False)
+    full = check_verifier(recording(full_calls), samples=4_096, progress=False)
     assert fast.flagged and full.flagged
     assert fast.stop_reason == "fail-fast" and full.stop_reason == "complete"
     assert full.rows_at_first_flag == fast.rows_at_first_flag == fast.rows
+    assert len(full_calls) > len(fast_calls) and full_calls[:len(fast_calls)] == fast_calls
+    assert bool(fast.injection_findings) == by_injection and bool(full.injection_findings) == by_injection
+    assert (fast.rows >= INJECTION_ROWS * INJECTION_PASSES) == by_injection
+    assert full.injection is not None and "not run" not in full.injection_summary  # it runs without fail_fast
 
 
 def test_fail_fast_runs_the_statistics_before_the_injection():

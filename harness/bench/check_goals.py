@@ -1,0 +1,232 @@
+"""Issue 16's goals on the check as a user runs it, measured one after the other in the bench.
+
+1. ``default_check``: ``specproof check specproof.impls:canonical_ratio_race --quiet --json F`` in a
+   child process (the command a user types: interpreter start-up and imports included), its
+   wall-clock seconds, verdict, rows and detectable TV.  Goal: PASS within ``DEFAULT_CHECK_SECONDS``
+   (30) with a detectable TV of at most 0.02.  The goal is for an idle machine; the bench records the
+   load average beside it.
+2. ``default_vs_fail_fast``: per zoo member, seed 0, at the CLI's default depth: one run with
+   ``fail_fast`` and one without, each through a wrapper that records every verifier call (the
+   batch's shape and a hash of its drafted ids).  The default run's verifier rows at its first
+   finding are measured as the fail-fast run's rows when the fail-fast run's calls are exactly the
+   default run's first calls (same batches, same inputs, in order) and both runs report the same
+   ``rows_at_first_flag``; otherwise they are not measured and the goal is not met.  Goal: at most
+   ``2 x`` the fail-fast run's verifier rows, for every member.  A member whose verifier is so slow
+   that a default-depth run would take over ``PAIR_SECONDS`` (the one-row-at-a-time transformers
+   adapter: about 15 minutes) is paired at the rows per scenario that fit in it (``samples`` in its
+   entry); the order of the rows, which the comparison tests, does not depend on the quota.
+3. ``time_budget``: per member, ``time_budget = 120`` s with ``fail_fast`` (the bench does not wait
+   out a budget once a member is flagged; until the first finding a run without it draws the same
+   rows), the member slowed to the seconds per row measured on the transformers adapter, which
+   verifies one row at a time: each call sleeps until it has taken ``rows x seconds_per_row``.
+   Goal: every member whose exact total variation from the canonical law is at least 0.1 in its most
+   sensitive enumerable scenario (:mod:`.oracle`, ``tv``) is flagged.
+
+Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from specproof.impls import get, implementations
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.scenarios import default_suite
+
+__all__ = ["check_goals", "RecordingVerifier", "SlowedVerifier", "DEFAULT_CHECK_SECONDS", "TIME_BUDGET_TV"]
+
+DEFAULT_CHECK_TARGET = "specproof.impls:canonical_ratio_race"
+DEFAULT_CHECK_SECONDS, DEFAULT_CHECK_TV = 30.0, 0.02
+DEFAULT_VS_FAIL_FAST = 2.0
+TIME_BUDGET_SECONDS, TIME_BUDGET_TV = 120.0, 0.1
+ONE_ROW_AT_A_TIME = "transformers-speculative-sampling"
+CHILD_TIMEOUT = 600.0  # the child check is stopped past this (a hung default check is itself a finding)
+DEFAULT_DEPTH_ROWS = 1_000_000  # about what the default depth draws on the default suite (0.93M for the race)
+PAIR_SECONDS = 60.0  # a member slower than this at the default depth is paired at fewer rows per scenario
+MIN_PAIR_SAMPLES = 1024
+
+
+class RecordingVerifier:
+    """Wraps a verifier; records ``(target shape, hash of the drafted ids)`` per call, in order, and
+    the seconds spent inside it."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn, self.calls, self.seconds = fn, [], 0.0
+
+    def __call__(self, draft_probs: Any, target_probs: Any, draft_token_ids: Any, generator: Any) -> Any:
+        self.calls.append((tuple(target_probs.shape), hash(draft_token_ids.cpu().numpy().tobytes())))
+        start = time.perf_counter()
+        try:
+            return self.fn(draft_probs, target_probs, draft_token_ids, generator)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def rows(self, calls: int | None = None) -> int:
+        return sum(shape[0] for shape, _ in self.calls[:calls])
+
+
+class SlowedVerifier:
+    """Wraps a verifier so that a call of ``B`` rows takes at least ``B x seconds_per_row`` (it sleeps
+    the rest): a fast member given the speed of a one-row-at-a-time verifier, its law unchanged."""
+
+    def __init__(self, fn: Callable[..., Any], seconds_per_row: float):
+        self.fn, self.seconds_per_row = fn, seconds_per_row
+
+    def __call__(self, draft_probs: Any, target_probs: Any, draft_token_ids: Any, generator: Any) -> Any:
+        start = time.perf_counter()
+        out = self.fn(draft_probs, target_probs, draft_token_ids, generator)
+        rest = int(draft_token_ids.shape[0]) * self.seconds_per_row - (time.perf_counter() - start)
+        if rest > 0:
+            time.sleep(rest)
+        return out
+
+
+def _default_check(samples: int | None) -> dict[str, Any]:
+    """The CLI's default check of the canonical race in a child process (module docstring, 1)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "check.json"
+        args = ["check", DEFAULT_CHECK_TARGET, "--quiet"] + (["--samples", str(samples)] if samples is not None else [])
+        command = "specproof " + " ".join(args)
+        argv = [sys.executable, "-c", "import sys; from specproof.harness.cli.parser import main; sys.exit(main())",
+                *args, "--json", str(out)]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return {"command": command, "seconds": time.perf_counter() - start, "exit_code": None,
+                    "verdict": None, "note": f"stopped after {CHILD_TIMEOUT:g} s"}
+        seconds = time.perf_counter() - start
+        doc = json.loads(out.read_text()) if out.exists() else {}
+    result = doc.get("result", doc)
+    return {"command": command, "seconds": seconds, "exit_code": done.returncode,
+            "verdict": result.get("verdict"), "rows": result.get("rows"),
+            "detectable_tv": result.get("detectable_tv"), "samples": samples,
+            "note": None if doc else f"no JSON written; stderr: {done.stderr[-300:]}"}
+
+
+def _checked(fn: Callable[..., Any], **options: Any) -> tuple[bool, int | None, str | None]:
+    """``check_verifier(fn, progress=False, **options)``: (flagged, rows_at_first_flag, strongest finding's
+    family); a verifier that raises on a valid input (the CLI's exit 2, naming it) counts as flagged."""
+    try:
+        result = check_verifier(fn, progress=False, **options)
+    except SpecproofInputError as err:
+        return True, None, f"raised: {err}"[:200]
+    return bool(result.findings), result.rows_at_first_flag, result.findings[0].family if result.findings else None
+
+
+def _default_vs_fail_fast(fn: Callable[..., Any], samples: int | None) -> dict[str, Any]:
+    """One fail-fast and one default run of a member, compared call by call (module docstring, 2)."""
+    fast, full = RecordingVerifier(fn), RecordingVerifier(fn)
+    fast_flag, fast_first, _ = _checked(fast, samples=samples, fail_fast=True)
+    per_row = fast.seconds / max(fast.rows(), 1)
+    if samples is None and per_row * DEFAULT_DEPTH_ROWS > PAIR_SECONDS:  # too slow for the default depth here
+        samples = max(MIN_PAIR_SAMPLES, int(PAIR_SECONDS / per_row / len(default_suite())))
+        fast = RecordingVerifier(fn)
+        fast_flag, fast_first, _ = _checked(fast, samples=samples, fail_fast=True)
+    full_flag, full_first, _ = _checked(full, samples=samples)
+    n = len(fast.calls)
+    same = full.calls[:n] == fast.calls and full_first == fast_first
+    flagged = fast_flag and full_flag
+    fail_fast_rows = fast.rows()
+    default_rows = fast.rows() if same and flagged else None
+    return {"fail_fast_rows": fail_fast_rows, "default_rows_at_first_finding": default_rows,
+            "default_rows_total": full.rows(), "same_calls_until_first_finding": same, "flagged": flagged,
+            "rows_at_first_flag": [fast_first, full_first],
+            "samples": samples, "seconds_per_row": per_row,
+            "ratio": None if default_rows is None else default_rows / fail_fast_rows}
+
+
+def _seconds_per_row(samples: int) -> float | None:
+    """Seconds per row inside the transformers adapter (one row at a time), over a short check's
+    calls; None when transformers is not installed."""
+    record = get(ONE_ROW_AT_A_TIME)
+    if record.needs_extra and importlib.util.find_spec(record.needs_extra) is None:
+        return None
+    timed = RecordingVerifier(record.fn)
+    check_verifier(timed, samples=samples, inject=False, progress=False)
+    return timed.seconds / max(timed.rows(), 1)
+
+
+def _time_budget(fn: Callable[..., Any], seconds_per_row: float, budget: float) -> dict[str, Any]:
+    slowed = RecordingVerifier(SlowedVerifier(fn, seconds_per_row))
+    start = time.perf_counter()
+    flagged, _, strongest = _checked(slowed, time_budget=budget, fail_fast=True)
+    return {"flagged": flagged, "seconds": time.perf_counter() - start, "rows": slowed.rows(),
+            "strongest": strongest}
+
+
+def check_goals(*, oracle: dict[str, Any], members: tuple[str, ...] | None = None, samples: int | None = None,
+                time_budget: float = TIME_BUDGET_SECONDS, speed_samples: int = 256,
+                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The three measurements and their goals (module docstring).  ``oracle``: the detection section's
+    per-member oracle records (their ``tv``); ``samples``: rows per scenario instead of the default
+    depth (a reduced run: the depth-bound goals are then not measured); ``members``: a subset."""
+    if time_budget <= 0:
+        raise SpecproofInputError("time_budget", f"{time_budget!r} is not positive", "pass e.g. 120")
+    say = progress or (lambda _msg: None)
+    zoo = [r for r in implementations(contract="batched", expected_exact=False)
+           if (members is None or r.name in members)
+           and not (r.needs_extra and importlib.util.find_spec(r.needs_extra) is None)]
+    start = time.perf_counter()
+    say("check goals: default check (child process)")
+    default = _default_check(samples)
+    paired: dict[str, Any] = {}
+    for record in zoo:
+        say(f"check goals: default vs fail-fast: {record.name}")
+        paired[record.name] = _default_vs_fail_fast(record.fn, samples)
+    say("check goals: seconds per row of the one-row-at-a-time verifier")
+    per_row = _seconds_per_row(speed_samples)
+    budgeted: dict[str, Any] = {}
+    for record in zoo if per_row is not None else []:
+        say(f"check goals: time budget {time_budget:g} s: {record.name}")
+        entry = oracle.get(record.name) or {}
+        budgeted[record.name] = {"tv": entry.get("tv"), "tv_scenario": entry.get("tv_scenario"),
+                                 **_time_budget(record.fn, per_row, time_budget)}
+    return {"default_check": default, "default_vs_fail_fast": paired,
+            "time_budget": {"seconds": time_budget, "one_row_at_a_time": ONE_ROW_AT_A_TIME,
+                            "seconds_per_row": per_row, "members": budgeted},
+            "goals": _goals(default, paired, budgeted, per_row, samples, time_budget),
+            "seconds": time.perf_counter() - start}
+
+
+def _goals(default: dict[str, Any], paired: dict[str, Any], budgeted: dict[str, Any], per_row: float | None,
+           samples: int | None, budget: float) -> dict[str, Any]:
+    depth = samples is None  # the depth-bound goals are about the default depth
+    ok = default.get("verdict") == "pass" and default.get("detectable_tv") is not None
+    ratios = [p["ratio"] for p in paired.values()]
+    worst = None if not ratios or None in ratios else max(ratios)
+    in_scope = {n: b for n, b in budgeted.items() if b["tv"] is not None and b["tv"] >= TIME_BUDGET_TV}
+    return {
+        "default_check": {
+            "statement": f"default check of canonical-ratio-race at float32 (the CLI, start-up included): PASS "
+                         f"within {DEFAULT_CHECK_SECONDS:g} s with a detectable TV <= {DEFAULT_CHECK_TV:g}",
+            "measured": {"seconds": default["seconds"], "verdict": default.get("verdict"),
+                         "detectable_tv": default.get("detectable_tv"), "rows": default.get("rows")},
+            "met": None if not depth else bool(ok and default["seconds"] <= DEFAULT_CHECK_SECONDS
+                                                and default["detectable_tv"] <= DEFAULT_CHECK_TV)},
+        "default_vs_fail_fast": {
+            "statement": f"the default CLI's first finding within {DEFAULT_VS_FAIL_FAST:g}x the verifier rows "
+                         f"fail-fast needs, every zoo member",
+            "measured": {"max_ratio": worst, "members": len(paired),
+                         "not_flagged_or_not_paired": sum(1 for r in ratios if r is None)},
+            "met": None if not depth or not paired else bool(worst is not None and worst <= DEFAULT_VS_FAIL_FAST)},
+        "time_budget": {
+            "statement": f"--time-budget {budget:g} at the speed of the one-row-at-a-time transformers adapter "
+                         f"flags every zoo member whose exact TV is >= {TIME_BUDGET_TV:g} in its most sensitive "
+                         "scenario",
+            "measured": {"flagged": sum(1 for b in in_scope.values() if b["flagged"]),
+                         "members_in_scope": len(in_scope),
+                         "flagged_all_members": sum(1 for b in budgeted.values() if b["flagged"]),
+                         "members": len(budgeted), "seconds_per_row": per_row},
+            "met": None if per_row is None or budget != TIME_BUDGET_SECONDS or not in_scope
+            else all(b["flagged"] for b in in_scope.values())},
+    }
