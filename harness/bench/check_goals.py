@@ -12,9 +12,10 @@
    default run's first calls (same batches, same inputs, in order) and both runs report the same
    ``rows_at_first_flag``; otherwise they are not measured and the goal is not met.  Goal: at most
    ``2 x`` the fail-fast run's verifier rows, for every member.  A member whose verifier is so slow
-   that a default-depth run would take over ``PAIR_SECONDS`` (the one-row-at-a-time transformers
-   adapter: about 15 minutes) is paired at the rows per scenario that fit in it (``samples`` in its
-   entry); the order of the rows, which the comparison tests, does not depend on the quota.
+   that a default-depth run would take over ``PAIR_SECONDS`` (its fail-fast run's seconds per row
+   on calls of at least ``AT_SCALE`` rows x ``DEFAULT_DEPTH_ROWS``; the one-row-at-a-time
+   transformers adapter: several minutes) is paired at the rows per scenario that fit in it (``samples`` in its entry); the order
+   of the rows, which the comparison tests, does not depend on the quota.
 3. ``time_budget``: per member, ``time_budget = 120`` s with ``fail_fast`` (the bench does not wait
    out a budget once a member is flagged; until the first finding a run without it draws the same
    rows), the member slowed to the seconds per row measured on the transformers adapter, which
@@ -53,6 +54,7 @@ CHILD_TIMEOUT = 600.0  # the child check is stopped past this (a hung default ch
 DEFAULT_DEPTH_ROWS = 1_000_000  # about what the default depth draws on the default suite (0.93M for the race)
 PAIR_SECONDS = 60.0  # a member slower than this at the default depth is paired at fewer rows per scenario
 MIN_PAIR_SAMPLES = 1024
+AT_SCALE = 256  # rows of a call long enough to time a verifier's cost per row
 
 
 class RecordingVerifier:
@@ -60,7 +62,7 @@ class RecordingVerifier:
     the seconds spent inside it."""
 
     def __init__(self, fn: Callable[..., Any]):
-        self.fn, self.calls, self.seconds = fn, [], 0.0
+        self.fn, self.calls, self.call_seconds = fn, [], []
 
     def __call__(self, draft_probs: Any, target_probs: Any, draft_token_ids: Any, generator: Any) -> Any:
         self.calls.append((tuple(target_probs.shape), hash(draft_token_ids.cpu().numpy().tobytes())))
@@ -68,10 +70,21 @@ class RecordingVerifier:
         try:
             return self.fn(draft_probs, target_probs, draft_token_ids, generator)
         finally:
-            self.seconds += time.perf_counter() - start
+            self.call_seconds.append(time.perf_counter() - start)
 
     def rows(self, calls: int | None = None) -> int:
         return sum(shape[0] for shape, _ in self.calls[:calls])
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.call_seconds)
+
+    def seconds_per_row_at_scale(self) -> float:
+        """Seconds per row over the calls of at least ``AT_SCALE`` rows after the first (small calls
+        pay a fixed cost per call, the first one the warm-up); all calls when there are none."""
+        big = [i for i in range(1, len(self.calls)) if self.calls[i][0][0] >= AT_SCALE] or range(len(self.calls))
+        rows = sum(self.calls[i][0][0] for i in big)
+        return sum(self.call_seconds[i] for i in big) / rows if rows else 0.0
 
 
 class SlowedVerifier:
@@ -127,7 +140,7 @@ def _default_vs_fail_fast(fn: Callable[..., Any], samples: int | None) -> dict[s
     """One fail-fast and one default run of a member, compared call by call (module docstring, 2)."""
     fast, full = RecordingVerifier(fn), RecordingVerifier(fn)
     fast_flag, fast_first, _ = _checked(fast, samples=samples, fail_fast=True)
-    per_row = fast.seconds / max(fast.rows(), 1)
+    per_row = fast.seconds_per_row_at_scale()
     if samples is None and per_row * DEFAULT_DEPTH_ROWS > PAIR_SECONDS:  # too slow for the default depth here
         samples = max(MIN_PAIR_SAMPLES, int(PAIR_SECONDS / per_row / len(default_suite())))
         fast = RecordingVerifier(fn)
@@ -147,13 +160,13 @@ def _default_vs_fail_fast(fn: Callable[..., Any], samples: int | None) -> dict[s
 
 def _seconds_per_row(samples: int) -> float | None:
     """Seconds per row inside the transformers adapter (one row at a time), over a short check's
-    calls; None when transformers is not installed."""
+    large calls; None when transformers is not installed."""
     record = get(ONE_ROW_AT_A_TIME)
     if record.needs_extra and importlib.util.find_spec(record.needs_extra) is None:
         return None
     timed = RecordingVerifier(record.fn)
     check_verifier(timed, samples=samples, inject=False, progress=False)
-    return timed.seconds / max(timed.rows(), 1)
+    return timed.seconds_per_row_at_scale()
 
 
 def _time_budget(fn: Callable[..., Any], seconds_per_row: float, budget: float) -> dict[str, Any]:
