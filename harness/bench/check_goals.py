@@ -3,25 +3,26 @@
 1. ``default_check``: ``specproof check specproof.impls:canonical_ratio_race --quiet --json F`` in a
    child process (the command a user types: interpreter start-up and imports included), its
    wall-clock seconds, verdict, rows and detectable TV.  Goal: PASS within ``DEFAULT_CHECK_SECONDS``
-   (30) with a detectable TV of at most 0.02.  The goal is for an idle machine; the bench records the
-   load average beside it.
+   (30) with a detectable TV of at most 0.02.  The goal is for an idle machine: the bench's
+   provenance has the load average at its start and end.
 2. ``default_vs_fail_fast``: per zoo member, seed 0, at the CLI's default depth: one run with
-   ``fail_fast`` and one without, each through a wrapper that records every verifier call (the
-   batch's shape and a hash of its drafted ids).  The default run's verifier rows at its first
-   finding are measured as the fail-fast run's rows when the fail-fast run's calls are exactly the
-   default run's first calls (same batches, same inputs, in order) and both runs report the same
-   ``rows_at_first_flag``; otherwise they are not measured and the goal is not met.  Goal: at most
-   ``2 x`` the fail-fast run's verifier rows, for every member.  A member whose verifier is so slow
-   that a default-depth run would take over ``PAIR_SECONDS`` (its fail-fast run's seconds per row
-   on calls of at least ``AT_SCALE`` rows x ``DEFAULT_DEPTH_ROWS``; the one-row-at-a-time
-   transformers adapter: several minutes) is paired at the rows per scenario that fit in it (``samples`` in its entry); the order
-   of the rows, which the comparison tests, does not depend on the quota.
+   ``fail_fast`` and one without.  The default run's verifier rows at its first finding are its own
+   ``CheckResult.verifier_rows_at_first_flag`` (the reproducibility pair, the streams' rows, and the
+   injection counted whole when it ran before the first finding); the fail-fast run's are every row
+   its verifier was called with.  Goal: at most ``2 x``, for every member.  Beside it,
+   ``same_calls_until_first_finding``: whether the fail-fast run's calls (batch shapes and drafted
+   ids, in order) are the default run's first calls; for a verifier slower than about 0.74 ms per
+   row the injection sizes its passes from the timed reproducibility pass, so two runs may differ.
+   A member so slow that a default-depth run would take over ``PAIR_SECONDS`` (its fail-fast run's
+   seconds per row on calls of at least ``AT_SCALE`` rows x ``DEFAULT_DEPTH_ROWS``: the
+   one-row-at-a-time transformers adapter) is paired at the rows per scenario that fit in it
+   (``samples`` in its entry; not the default depth).
 3. ``time_budget``: per member, ``time_budget = 120`` s with ``fail_fast`` (the bench does not wait
-   out a budget once a member is flagged; until the first finding a run without it draws the same
-   rows), the member slowed to the seconds per row measured on the transformers adapter, which
-   verifies one row at a time: each call sleeps until it has taken ``rows x seconds_per_row``.
-   Goal: every member whose exact total variation from the canonical law is at least 0.1 in its most
-   sensitive enumerable scenario (:mod:`.oracle`, ``tv``) is flagged.
+   out a budget once a member is flagged), the member slowed to the seconds per row measured on the
+   transformers adapter, which verifies one row at a time (over every default scenario, on calls of
+   at least ``AT_SCALE`` rows): each call sleeps until it has taken ``rows x seconds_per_row``.
+   Goal: every member whose exact total variation from the canonical law is at least 0.1 in the
+   enumerable scenario where it is largest (:mod:`.oracle`, ``tv``) is flagged.
 
 Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
@@ -40,7 +41,7 @@ from typing import Any, Callable
 from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.runner import ContractViolation, VerifierError, check_verifier
 from specproof.harness.check.scenarios import default_suite
 
 __all__ = ["check_goals", "RecordingVerifier", "SlowedVerifier", "DEFAULT_CHECK_SECONDS", "TIME_BUDGET_TV"]
@@ -115,8 +116,8 @@ def _default_check(samples: int | None) -> dict[str, Any]:
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
         except subprocess.TimeoutExpired:
-            return {"command": command, "seconds": time.perf_counter() - start, "exit_code": None,
-                    "verdict": None, "note": f"stopped after {CHILD_TIMEOUT:g} s"}
+            return {"command": command, "seconds": time.perf_counter() - start, "exit_code": None, "verdict": None,
+                    "rows": None, "detectable_tv": None, "samples": samples, "note": f"stopped after {CHILD_TIMEOUT:g} s"}
         seconds = time.perf_counter() - start
         doc = json.loads(out.read_text()) if out.exists() else {}
     result = doc.get("result", doc)
@@ -126,36 +127,38 @@ def _default_check(samples: int | None) -> dict[str, Any]:
             "note": None if doc else f"no JSON written; stderr: {done.stderr[-300:]}"}
 
 
-def _checked(fn: Callable[..., Any], **options: Any) -> tuple[bool, int | None, str | None]:
-    """``check_verifier(fn, progress=False, **options)``: (flagged, rows_at_first_flag, strongest finding's
-    family); a verifier that raises on a valid input (the CLI's exit 2, naming it) counts as flagged."""
+def _checked(recorded: "RecordingVerifier", **options: Any) -> dict[str, Any]:
+    """``check_verifier(recorded, progress=False, **options)`` in brief: flagged, the rows at the first
+    finding (the statistics' and every verifier row), the strongest finding's family.  A verifier
+    that raises or breaks the contract on a valid input (the CLI's exit 2, naming it) is recorded as
+    raised, at the rows it had been called with."""
     try:
-        result = check_verifier(fn, progress=False, **options)
-    except SpecproofInputError as err:
-        return True, None, f"raised: {err}"[:200]
-    return bool(result.findings), result.rows_at_first_flag, result.findings[0].family if result.findings else None
+        result = check_verifier(recorded, progress=False, **options)
+    except (VerifierError, ContractViolation) as err:
+        return {"flagged": True, "first": None, "called": recorded.rows(), "strongest": None,
+                "raised": str(err)[:200]}
+    return {"flagged": bool(result.findings), "first": result.rows_at_first_flag,
+            "called": result.verifier_rows_at_first_flag, "raised": None,
+            "strongest": result.findings[0].family if result.findings else None}
 
 
 def _default_vs_fail_fast(fn: Callable[..., Any], samples: int | None) -> dict[str, Any]:
-    """One fail-fast and one default run of a member, compared call by call (module docstring, 2)."""
+    """One fail-fast and one default run of a member (module docstring, 2)."""
     fast, full = RecordingVerifier(fn), RecordingVerifier(fn)
-    fast_flag, fast_first, _ = _checked(fast, samples=samples, fail_fast=True)
+    quick = _checked(fast, samples=samples, fail_fast=True)
     per_row = fast.seconds_per_row_at_scale()
     if samples is None and per_row * DEFAULT_DEPTH_ROWS > PAIR_SECONDS:  # too slow for the default depth here
         samples = max(MIN_PAIR_SAMPLES, int(PAIR_SECONDS / per_row / len(default_suite())))
         fast = RecordingVerifier(fn)
-        fast_flag, fast_first, _ = _checked(fast, samples=samples, fail_fast=True)
-    full_flag, full_first, _ = _checked(full, samples=samples)
-    n = len(fast.calls)
-    same = full.calls[:n] == fast.calls and full_first == fast_first
-    flagged = fast_flag and full_flag
-    fail_fast_rows = fast.rows()
-    default_rows = fast.rows() if same and flagged else None
-    return {"fail_fast_rows": fail_fast_rows, "default_rows_at_first_finding": default_rows,
-            "default_rows_total": full.rows(), "same_calls_until_first_finding": same, "flagged": flagged,
-            "rows_at_first_flag": [fast_first, full_first],
+        quick = _checked(fast, samples=samples, fail_fast=True)
+    slow = _checked(full, samples=samples)
+    default_rows = slow["called"] if quick["flagged"] and slow["flagged"] else None
+    return {"fail_fast_rows": fast.rows(), "default_rows_at_first_finding": default_rows,
+            "default_rows_total": full.rows(), "flagged": quick["flagged"] and slow["flagged"],
+            "same_calls_until_first_finding": full.calls[:len(fast.calls)] == fast.calls,
+            "rows_at_first_flag": [quick["first"], slow["first"]], "raised": slow["raised"] or quick["raised"],
             "samples": samples, "seconds_per_row": per_row,
-            "ratio": None if default_rows is None else default_rows / fail_fast_rows}
+            "ratio": None if default_rows is None else default_rows / max(fast.rows(), 1)}
 
 
 def _seconds_per_row(samples: int) -> float | None:
@@ -172,13 +175,13 @@ def _seconds_per_row(samples: int) -> float | None:
 def _time_budget(fn: Callable[..., Any], seconds_per_row: float, budget: float) -> dict[str, Any]:
     slowed = RecordingVerifier(SlowedVerifier(fn, seconds_per_row))
     start = time.perf_counter()
-    flagged, _, strongest = _checked(slowed, time_budget=budget, fail_fast=True)
-    return {"flagged": flagged, "seconds": time.perf_counter() - start, "rows": slowed.rows(),
-            "strongest": strongest}
+    out = _checked(slowed, time_budget=budget, fail_fast=True)
+    return {"flagged": out["flagged"], "seconds": time.perf_counter() - start, "rows": slowed.rows(),
+            "strongest": out["strongest"], "raised": out["raised"]}
 
 
 def check_goals(*, oracle: dict[str, Any], members: tuple[str, ...] | None = None, samples: int | None = None,
-                time_budget: float = TIME_BUDGET_SECONDS, speed_samples: int = 256,
+                time_budget: float = TIME_BUDGET_SECONDS, speed_samples: int = 2048,
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The three measurements and their goals (module docstring).  ``oracle``: the detection section's
     per-member oracle records (their ``tv``); ``samples``: rows per scenario instead of the default

@@ -75,10 +75,10 @@ Sections (each measured in the same process, one after the other, never concurre
     check_goals: {default_check: {command, seconds, exit_code, verdict, rows, detectable_tv, samples, note},
                   default_vs_fail_fast: {member: {fail_fast_rows, default_rows_at_first_finding,
                                          default_rows_total, same_calls_until_first_finding, flagged,
-                                         rows_at_first_flag, samples, seconds_per_row, ratio}},
+                                         rows_at_first_flag, raised, samples, seconds_per_row, ratio}},
                   time_budget: {seconds, one_row_at_a_time, seconds_per_row,
                                 members: {member: {tv, tv_scenario, flagged, seconds, rows (every
-                                                   verifier row), strongest (its finding's family)}}},
+                                                   verifier row), strongest (its finding's family), raised}}},
                   goals: {default_check | default_vs_fail_fast | time_budget: {statement, measured, met}},
                   seconds},
     goals: {name: {statement, measured, met (null: not measured in this mode)}}

@@ -15,13 +15,9 @@ to the stream whose best event is closest to its threshold once that score ``log
 reaches ``FOCUS``, sized to the rows its evidence growth predicts it needs.  Until then screening
 deepens by doubling batches (4, 8, 16, ...) ordered by evidence: of the streams within
 ``SCREEN_LEAD`` (4x) of the least-seen one (rows over quota), the highest score goes first, so a
-stream that shows something is seen deeper first, at most three doublings ahead.  (Fail-fast test
-rows / N* over the bench's goal members, per-member median over seeds, then median / max over the
-members: 3.56 / 8.12 over seeds 0-29; the least-seen stream first with 8-row batches, 5.43 / 9.11
-over seeds 0-14.  Dropped: FOCUS 0.2, 3.50 / 9.03 (seeds 0-29, a worse maximum); no lead limit
-(8-row screening, seeds 0-14), 15.8 / 360, as noise leads; focus on ``max log E - ln K``, rows
-x1.8; an e-process pooled over the streams, each batch betting on its stream's leading event: it
-crossed at the same batches as the events' own tests, and its share of alpha raised theirs.)
+stream that shows something is seen deeper first, at most three doublings ahead (chosen, on
+fail-fast test rows / N* as ``specproof bench`` measures it, over: the least-seen stream first, no
+lead limit, FOCUS 0.2, focus on ``max log E - ln K``, and an e-process pooled over the streams).
 Once the leader's score reaches ``APPROACH`` its batches shrink to half its predicted need (at least
 ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows past its crossing.  A stream
 stops at its first rejection or its quota; the run stops when every stream has, at the first
@@ -73,10 +69,8 @@ __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alp
 SCREEN_ROWS = 4
 SCREEN_LEAD = 4  # while screening, a stream within 4x of the least-seen one may double (so up to 8x ahead)
 FOCUS = 0.15  # a stream whose best log-evidence reaches this share of its threshold is followed first
-APPROACH = 0.4  # a leader this close to its threshold gets batches of APPROACH_SHARE of its predicted need
-APPROACH_SHARE = 0.5
-MIN_APPROACH_BATCH = 8
-MAX_BATCH = 8192
+APPROACH, APPROACH_SHARE = 0.4, 0.5  # a leader this close to its threshold gets this share of its predicted need
+MIN_APPROACH_BATCH, MAX_BATCH = 8, 8192
 MAX_EXTENSIONS = 3  # re-plans of a time budget whose quotas were met early
 MAX_FINDINGS_PER_STREAM = 100
 # share of alpha per family kind (normalised over the kinds present): the bug-class excess sets are
@@ -130,6 +124,7 @@ class EngineRun:
     seconds: float
     stop_reason: str  # "complete", "fail-fast" or "time-budget"
     rows_at_first_flag: int | None
+    interlude_before_first_flag: bool = False  # the interlude ran, and no finding had been made before it
 
 
 def _family_kind(family: EventFamily) -> str:
@@ -157,10 +152,7 @@ def alpha_shares(streams: Sequence[Stream], alpha: float) -> list[list[tuple[np.
     for per in masks:
         row = []
         for kind, up, down in per:
-            if kind in weights:
-                log_thr = math.log(total * sides[kind] / (alpha * weights[kind]))
-            else:
-                log_thr = math.inf
+            log_thr = math.log(total * sides[kind] / (alpha * weights[kind])) if kind in weights else math.inf
             row.append((np.where(up, log_thr, np.inf), np.where(down, log_thr, np.inf)))
         out.append(row)
     return out
@@ -187,9 +179,7 @@ class _Ledger:
             hi, lo = band_edges(fam, stream.tolerance)
             self.sides.append((SideEvidence(hi, up_thr, np.isfinite(up_thr), fam.matrix),
                                SideEvidence(1.0 - lo, down_thr, np.isfinite(down_thr), 1.0 - fam.matrix)))
-        self.quota = 0
-        self.done = False
-        self.rejected = 0
+        self.quota, self.done, self.rejected = 0, False, 0
         self.findings: list[Finding] = []
 
     def plan(self, quota: int) -> None:
@@ -374,8 +364,9 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     pass's throughput so that the run ends within it (the quotas equalise the streams' detectable TV).
     ``interlude``: ``(rows, run)``: ``run()`` is called once, when the streams have drawn ``rows`` rows
     (or earlier, when they are all done), unless a finding stopped the run first with ``fail_fast``;
-    it returns whether it found something (the fail-fast check's RNG edge injection: a certain finding
-    from rows of its own, so it spends no share of ``alpha`` and leaves the streams' evidence alone)."""
+    it returns whether it found something (the check's RNG edge injection: a certain finding from
+    rows of its own, so it spends no share of ``alpha`` and leaves the streams' evidence alone).
+    ``time_budget`` counts the streams' seconds, not the interlude's (the caller keeps its share)."""
     if not streams:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
     if not 0 < alpha < 1:
@@ -395,13 +386,19 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     reason = "complete"
     drawn = 0
     pending = interlude
+    paused, before_flag = 0.0, False  # the interlude's seconds; whether it ran before any finding
+
+    def elapsed() -> float:
+        return clock() - start - paused
 
     def interlude_found(force: bool) -> bool:
-        nonlocal pending, first_flag
+        nonlocal pending, first_flag, paused, before_flag
         if pending is None or (drawn < pending[0] and not force):
             return False
         run, pending = pending[1], None
+        before_flag, begun = first_flag is None, clock()
         found = bool(run())
+        paused += clock() - begun
         if found and first_flag is None:
             first_flag = drawn
         return found
@@ -426,7 +423,7 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                 reason = "fail-fast"
                 break
         if reason == "complete" and time_budget is not None:
-            _replan_for_budget(ledgers, time_budget - (clock() - start), clock() - start, drawn)
+            _replan_for_budget(ledgers, time_budget - elapsed(), elapsed(), drawn)
         extensions = 0
         while reason == "complete":
             open_ = [l for l in ledgers if not l.done]
@@ -434,19 +431,19 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                 # every quota met with budget left (the screening pass's small calls under-estimate the
                 # rate): plan the rest at the rate measured so far; the design bets change from here
                 # on and the power statement counts only the rows after this plan (eprocess.plan)
-                remaining = time_budget - (clock() - start)
+                remaining = time_budget - elapsed()
                 if remaining > 0.2 * time_budget:
                     extensions += 1
                     for ledger in ledgers:
                         ledger.done = bool(ledger.findings)
-                    _replan_for_budget([l for l in ledgers if not l.done], remaining, clock() - start, drawn)
+                    _replan_for_budget([l for l in ledgers if not l.done], remaining, elapsed(), drawn)
                     open_ = [l for l in ledgers if not l.done]
             if interlude_found(force=not open_) and fail_fast:
                 reason = "fail-fast"
                 break
             if not open_:
                 break
-            if time_budget is not None and clock() - start >= time_budget:
+            if time_budget is not None and elapsed() >= time_budget:
                 reason = "time-budget"
                 break
             ledger, n = _next_batch(open_)
@@ -457,7 +454,7 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     finally:
         bar.close()
     reports = [l.report(stopped=bool(l.findings) and l.rows < l.quota) for l in ledgers]
-    return EngineRun(reports, drawn, clock() - start, reason, first_flag)
+    return EngineRun(reports, drawn, clock() - start, reason, first_flag, before_flag)
 
 
 def _next_batch(open_: list[_Ledger]) -> tuple[_Ledger, int]:

@@ -251,6 +251,7 @@ class InjectionResult:
     findings: tuple[InjectionFinding, ...]
     passes: int
     edges_tried: tuple[EdgeValue, ...] = field(repr=False)
+    verifier_rows: int = 0  # every row the verifier was called with (passes, and the reruns a finding needs)
 
     @property
     def flagged(self) -> bool:
@@ -282,7 +283,8 @@ class InjectionResult:
     def as_json(self) -> dict[str, Any]:
         return {"kind": "rng-injection", "verdict": self.verdict, "dtype": self.dtype, "device": self.device,
                 "seed": self.seed, "rows": self.rows, "fraction": fraction_string(self.fraction),
-                "scenarios": list(self.scenarios), "passes": self.passes, "draws": self.draw_summary(),
+                "scenarios": list(self.scenarios), "passes": self.passes, "verifier_rows": self.verifier_rows,
+                "draws": self.draw_summary(),
                 "findings": [f.as_json() for f in self.findings],
                 "edges_tried": [e.as_json() for e in self.edges_tried]}
 
@@ -443,5 +445,5 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
     else:
         verdict = "not-flagged"
     return InjectionResult(verdict, name, str(torch_device), seed, rows, frac, tuple(s.name for s in suite),
-                           tuple(records), tuple(findings), passes, tuple(tried))
+                           tuple(records), tuple(findings), passes, tuple(tried), call.rows)
 

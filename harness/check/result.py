@@ -132,6 +132,8 @@ class CheckResult:
     level: str = "default"  # "default", "thorough", or "samples" (fixed rows per scenario)
     stop_reason: str = "complete"  # "complete", "fail-fast" or "time-budget"
     rows_at_first_flag: int | None = None  # rows drawn when the first finding was made
+    # every row the verifier had been called with by then (reproducibility; the injection, whole, if before)
+    verifier_rows_at_first_flag: int | None = None
     injection: dict[str, Any] | None = None  # the RNG edge injection's JSON (None: not run)
     injection_summary: str | None = None  # its text, or why it did not run
     injection_findings: list[Finding] = field(default_factory=list)
@@ -260,6 +262,7 @@ class CheckResult:
             "findings_total": len(self.findings),
             "reproducibility": [f.as_json() for f in self.reproducibility],
             "level": self.level, "stop_reason": self.stop_reason, "rows_at_first_flag": self.rows_at_first_flag,
+            "verifier_rows_at_first_flag": self.verifier_rows_at_first_flag,
             "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
             "scenarios": [s.as_json() for s in self.scenarios],
         }
@@ -302,7 +305,10 @@ class CheckResult:
             if len(blind) < len(self.scenarios):
                 lines.append("  To reach the bound: raise --samples, or state a larger --max-detectable-tv")
         if self.rows_at_first_flag is not None:
+            called = self.verifier_rows_at_first_flag
             lines.append(f"First finding after {self.rows_at_first_flag} rows"
+                         + (f" ({called} verifier rows in all by then)"
+                            if called is not None and called != self.rows_at_first_flag else "")
                          + (" (stopped there: fail-fast)" if self.stop_reason == "fail-fast" else ""))
         if self.stop_reason == "time-budget":
             lines.append(f"Stopped by the time budget ({self.time_budget:g} s); the detectable TV above is what "

@@ -34,9 +34,12 @@ x rows per pass), then the injection, then the rest of the streams (the engine's
 the statistics see sooner is flagged without paying for the injection, and a rare-draw bug the
 statistics cannot see is flagged after at most twice the injection's rows (the doubling argument).
 ``fail_fast`` only stops the run at the first finding; until then a run with and without it draws
-the same rows, so the first finding comes after the same rows (``rows_at_first_flag``).  The
-injection draws rows of its own and its findings are certain, so the order changes no false-alarm
-bound.
+the same rows at a fixed depth, so the first finding comes after the same rows
+(``rows_at_first_flag``; ``verifier_rows_at_first_flag`` adds the reproducibility pair and the
+injection, whole, when it came first).  Exceptions: a verifier slower than about 0.74 ms per row gets
+injection passes sized from its timed reproducibility pass, and a ``time_budget`` sets quotas from
+the clock, so two runs may differ there.  The injection draws rows of its own and its findings are
+certain, so the order changes no false-alarm bound; it also runs when a Ray shard fails for good.
 
 Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
@@ -141,6 +144,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                              batch_size, seed, call)
                for index, scenario in enumerate(suite)]
     reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
+    reproducibility_rows = call.rows
     injection, injection_note, inconclusive, interlude, share = None, None, None, None, 0.0
     if inject and torch_device.type == "cpu":
         # rows per injection pass: INJECTION_ROWS, fewer for a slow verifier (timed on the reproducibility
@@ -175,6 +179,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                               progress=progress, interlude=interlude)
         except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
             run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
+            if interlude is not None and injection is None:
+                run_injection()  # its findings are certain and need no shard
         finally:
             if engine is not None:
                 engine.release()  # pieces submitted ahead and never read
@@ -187,6 +193,10 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         else:
             injection_note = f"RNG edge injection not run: the run ended before it ({run.stop_reason})"
     total = time.perf_counter() - start
+    first = 0 if before_streams else run.rows_at_first_flag
+    called = None if first is None else reproducibility_rows + first + (
+        injection.verifier_rows
+        if injection is not None and run.interlude_before_first_flag and not before_streams else 0)
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE
@@ -195,7 +205,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                        scenarios=run.reports, verifier_seconds=call.seconds,
                        harness_seconds=total - call.seconds, max_detectable_tv=float(max_detectable_tv),
                        reproducibility=list(reproducibility), level=level if per_scenario is None else "samples",
-                       stop_reason=run.stop_reason, rows_at_first_flag=0 if before_streams else run.rows_at_first_flag,
+                       stop_reason=run.stop_reason, rows_at_first_flag=first, verifier_rows_at_first_flag=called,
                        injection=None if injection is None else injection.as_json(),
                        injection_summary=injection.summary() if injection is not None else injection_note,
                        injection_findings=_injection_findings(injection) if injection is not None else [],

@@ -10,8 +10,9 @@ transformers, sglang-tree); --contract tree / generate checks a tree verifier or
 TARGET is imported and executed in this process with your user's rights: check only code you trust.
 A path.py target's folder is put on sys.path, so it can import modules beside it.
 
-What runs (the statistics first, up to as many rows as the injection costs, then the injection,
-then the rest of the statistics; --fail-fast stops at the first finding, after the same rows):
+What runs (a batched verifier: the statistics first, up to as many rows as the injection costs,
+then the injection, then the rest; --fail-fast stops at the first finding, after the same rows;
+--contract tree runs the injection first, generate after all the statistics):
   1. RNG edge injection (CPU; --no-inject turns it off): the verifier runs with a known fraction of
      its torch.rand / rand_like / uniform_ / exponential_ draws replaced by values torch's generator
      really produces at its edges (0, the smallest and the largest value below 1).  A verifier that

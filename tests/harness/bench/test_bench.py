@@ -1,6 +1,7 @@
 """``specproof bench``: baselines, doubling schedules, the bench.json schema, the CLI."""
 
 import argparse
+import importlib.util
 import json
 import math
 
@@ -193,13 +194,22 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert default["seconds"] > 0 and default["detectable_tv"] > 0.02
     for name, pair in checks["default_vs_fail_fast"].items():
         assert pair["flagged"] and pair["same_calls_until_first_finding"], name
-        assert pair["ratio"] == 1.0 and pair["default_rows_total"] > pair["fail_fast_rows"] > 0, name
+        assert pair["default_rows_total"] > pair["fail_fast_rows"] > 0, name
+        assert pair["ratio"] == pair["default_rows_at_first_finding"] / pair["fail_fast_rows"]
+    pairs = checks["default_vs_fail_fast"]
+    assert pairs["continue-after-rejection"]["ratio"] == 1.0  # flagged by the statistics, before the injection
+    # flagged by the injection: the default run counts it whole, fail-fast stops at the flagging pass
+    assert 1.0 <= pairs["le-ratio-invcdf"]["ratio"] <= 2.0
     budget = checks["time_budget"]
-    assert budget["seconds_per_row"] > 0  # transformers is in the test extras
-    for name, entry in budget["members"].items():
-        oracle = det["members"][name]["oracle"]
-        assert entry["tv"] == oracle["tv"] == oracle["scenarios"][entry["tv_scenario"]]["tv"] and 0 < entry["tv"] <= 1
-    assert budget["members"]["continue-after-rejection"]["flagged"]
+    if importlib.util.find_spec("transformers") is None:  # the README's test command installs it
+        assert budget["seconds_per_row"] is None and budget["members"] == {}
+    else:
+        assert budget["seconds_per_row"] > 0
+        for name, entry in budget["members"].items():
+            oracle = det["members"][name]["oracle"]
+            assert entry["tv"] == oracle["tv"] == oracle["scenarios"][entry["tv_scenario"]]["tv"]
+            assert 0 < entry["tv"] <= 1
+        assert budget["members"]["continue-after-rejection"]["flagged"]
     assert data["goals"]["reference_speedup_at_262144"]["met"] is None  # V = 262,144 not in this run
 
     json_path, md_path = write_bench(data, tmp_path / "out")

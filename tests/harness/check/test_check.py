@@ -302,6 +302,12 @@ def test_default_run_flags_after_the_same_rows_as_fail_fast(name, by_injection):
     assert fast.stop_reason == "fail-fast" and full.stop_reason == "complete"
     assert full.rows_at_first_flag == fast.rows_at_first_flag == fast.rows
     assert len(full_calls) > len(fast_calls) and full_calls[:len(fast_calls)] == fast_calls
+    called = sum(shape[0] for shape, _ in fast_calls)  # every verifier row of the fail-fast run
+    assert fast.verifier_rows_at_first_flag == called
+    if by_injection:  # the default run counts the injection whole; fail-fast stopped at the flagging pass
+        assert called <= full.verifier_rows_at_first_flag <= 2 * called
+    else:
+        assert full.verifier_rows_at_first_flag == called
     assert bool(fast.injection_findings) == by_injection and bool(full.injection_findings) == by_injection
     assert (fast.rows >= INJECTION_ROWS * INJECTION_PASSES) == by_injection
     assert full.injection is not None and "not run" not in full.injection_summary  # it runs without fail_fast
@@ -321,3 +327,30 @@ def test_fail_fast_runs_the_statistics_before_the_injection():
     rare = check_verifier(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and math.isinf(rare.findings[0].statistic)
     assert rare.rows_at_first_flag == rare.rows >= INJECTION_ROWS * INJECTION_PASSES
+
+
+def test_a_shard_that_fails_for_good_still_leaves_the_certain_injection_finding():
+    """Rows lost on a shard conclude nothing statistically (INCONCLUSIVE), but the RNG edge injection
+    needs no shard: a u == 0 bug is still a certain FAIL."""
+    from specproof.harness.check.ray_engine import ShardFailure
+
+    class LostShard:
+        def __init__(self, stream):
+            self.stream = stream
+            self.name, self.vocab, self.k = stream.name, stream.vocab, stream.k
+            self.families, self.tolerance = stream.families, stream.tolerance
+
+        def draw(self, rows):
+            raise ShardFailure(f"{self.name}: piece lost for good")
+
+    class FailingEngine:
+        def shard(self, streams, verify, rule, timeout, batch_size):
+            return [LostShard(s) for s in streams]
+
+        def release(self):
+            pass
+
+    rare = check_verifier(get("le-ratio-invcdf").fn, samples=1_024, engine=FailingEngine(), progress=False)
+    assert rare.verdict == Verdict.FAIL and rare.injection_findings and rare.inconclusive
+    exact = check_verifier(get("canonical-ratio-race").fn, samples=1_024, engine=FailingEngine(), progress=False)
+    assert exact.verdict == Verdict.INCONCLUSIVE and exact.injection is not None and not exact.injection_findings

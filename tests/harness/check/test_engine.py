@@ -266,3 +266,26 @@ def test_screening_sees_the_stream_with_most_evidence_deeper_first_but_at_most_t
         assert len(grown) < 10
     assert grown == [8, 16, 32] and 2 * SCREEN_LEAD * ledgers[0].rows == 32
     assert chosen is not ledgers[1] and chosen.rows == 4 and n == 4
+
+
+def test_a_time_budget_counts_the_streams_seconds_not_the_interludes():
+    """The interlude (the check's RNG edge injection) has its own share of a time budget: its seconds
+    do not cut the streams' budget short, and the streams' seconds stay within it."""
+    now = [0.0]
+
+    class Timed(CategoricalStream):
+        def draw(self, rows):
+            now[0] += 1e-3 * rows  # a millisecond a row
+            return super().draw(rows)
+
+    def interlude():
+        now[0] += 30.0  # far longer than the streams' budget
+        return False
+
+    rng = np.random.default_rng(8)
+    streams = [Timed(f"s{i}", LAW, LAW, 0.0, rng) for i in range(3)]
+    run = run_streams(streams, time_budget=10.0, progress=False, clock=lambda: now[0], interlude=(200, interlude))
+    streams_seconds = run.seconds - 30.0
+    assert run.interlude_before_first_flag and run.rows_at_first_flag is None
+    assert 8.0 <= streams_seconds <= 10.0 + 1e-3 * 8192  # the budget, up to one batch past it
+    assert run.rows == sum(s.rows for s in streams) >= 8_000
