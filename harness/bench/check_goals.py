@@ -29,7 +29,6 @@ Layer: harness.bench (4). May import harness.drift, check, exact, files, impls a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from typing import Any, Callable
 from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
+from specproof.harness.bench.detection import missing_extra
 from specproof.harness.check.runner import ContractViolation, VerifierError, check_verifier
 from specproof.harness.check.scenarios import default_suite
 
@@ -73,8 +73,8 @@ class RecordingVerifier:
         finally:
             self.call_seconds.append(time.perf_counter() - start)
 
-    def rows(self, calls: int | None = None) -> int:
-        return sum(shape[0] for shape, _ in self.calls[:calls])
+    def rows(self) -> int:
+        return sum(shape[0] for shape, _ in self.calls)
 
     @property
     def seconds(self) -> float:
@@ -117,7 +117,8 @@ def _default_check(samples: int | None) -> dict[str, Any]:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
         except subprocess.TimeoutExpired:
             return {"command": command, "seconds": time.perf_counter() - start, "exit_code": None, "verdict": None,
-                    "rows": None, "detectable_tv": None, "samples": samples, "note": f"stopped after {CHILD_TIMEOUT:g} s"}
+                    "rows": None, "detectable_tv": None, "samples": samples,
+                    "note": f"stopped after {CHILD_TIMEOUT:g} s"}
         seconds = time.perf_counter() - start
         doc = json.loads(out.read_text()) if out.exists() else {}
     result = doc.get("result", doc)
@@ -165,7 +166,7 @@ def _seconds_per_row(samples: int) -> float | None:
     """Seconds per row inside the transformers adapter (one row at a time), over a short check's
     large calls; None when transformers is not installed."""
     record = get(ONE_ROW_AT_A_TIME)
-    if record.needs_extra and importlib.util.find_spec(record.needs_extra) is None:
+    if missing_extra(record):
         return None
     timed = RecordingVerifier(record.fn)
     check_verifier(timed, samples=samples, inject=False, progress=False)
@@ -190,8 +191,7 @@ def check_goals(*, oracle: dict[str, Any], members: tuple[str, ...] | None = Non
         raise SpecproofInputError("time_budget", f"{time_budget!r} is not positive", "pass e.g. 120")
     say = progress or (lambda _msg: None)
     zoo = [r for r in implementations(contract="batched", expected_exact=False)
-           if (members is None or r.name in members)
-           and not (r.needs_extra and importlib.util.find_spec(r.needs_extra) is None)]
+           if (members is None or r.name in members) and not missing_extra(r)]
     start = time.perf_counter()
     say("check goals: default check (child process)")
     default = _default_check(samples)
@@ -231,14 +231,15 @@ def _goals(default: dict[str, Any], paired: dict[str, Any], budgeted: dict[str, 
                                                 and default["detectable_tv"] <= DEFAULT_CHECK_TV)},
         "default_vs_fail_fast": {
             "statement": f"the default CLI's first finding within {DEFAULT_VS_FAIL_FAST:g}x the verifier rows "
-                         f"fail-fast needs, every zoo member",
+                         f"fail-fast needs, every zoo member (one too slow for the default depth here: at the "
+                         f"rows per scenario that fit in {PAIR_SECONDS:g} s)",
             "measured": {"max_ratio": worst, "members": len(paired),
                          "not_flagged_or_not_paired": sum(1 for r in ratios if r is None)},
             "met": None if not depth or not paired else bool(worst is not None and worst <= DEFAULT_VS_FAIL_FAST)},
         "time_budget": {
             "statement": f"--time-budget {budget:g} at the speed of the one-row-at-a-time transformers adapter "
-                         f"flags every zoo member whose exact TV is >= {TIME_BUDGET_TV:g} in its most sensitive "
-                         "scenario",
+                         f"flags every zoo member whose exact TV is >= {TIME_BUDGET_TV:g} in the scenario where "
+                         "it is largest",
             "measured": {"flagged": sum(1 for b in in_scope.values() if b["flagged"]),
                          "members_in_scope": len(in_scope),
                          "flagged_all_members": sum(1 for b in budgeted.values() if b["flagged"]),

@@ -54,7 +54,7 @@ from specproof.harness.drift.grid import GridVerdict, measure_grid
 from specproof.harness.check.scenarios import Scenario, default_suite
 
 __all__ = ["METHODS", "CONTROL", "detection_benchmark", "specproof_fail_fast", "grid_analysis", "ORACLE_FLOOR",
-           "GOAL_SEEDS"]
+           "GOAL_SEEDS", "missing_extra"]
 
 SPECPROOF = "specproof"
 METHODS = (SPECPROOF,) + tuple(BASELINES)
@@ -154,7 +154,7 @@ def _method_record(per_seed: dict[int, RowsToFlag]) -> dict[str, Any]:
     return record
 
 
-def _available(record: Any) -> str | None:
+def missing_extra(record: Any) -> str | None:
     """Why a member cannot run here (its optional dependency is missing), or None."""
     if record.needs_extra and importlib.util.find_spec(record.needs_extra) is None:
         return f"{record.needs_extra} is not installed (pip install specproof[{record.needs_extra}])"
@@ -224,7 +224,7 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
     records: dict[str, Any] = {}
     excluded: dict[str, str] = {}
     for record in zoo:
-        reason = _available(record)
+        reason = missing_extra(record)
         if reason:
             excluded[record.name] = reason
             continue

@@ -247,10 +247,11 @@ def _check_goals(data: dict[str, Any]) -> list[str]:
         timed = ("-" if not b else "yes" if b["flagged"] else "no")
         depth = "" if pair.get("samples") is None else f" ({pair['samples']:,} rows per scenario)"
         shown = "-" if first is None else f"{first:,}"
+        found = b.get("strongest") or ("raised" if b.get("raised") else "-")
         lines.append(f"| {name}{depth} | {tv} | {pair['fail_fast_rows']:,} | {shown} | "
                      f"{_ratio(pair['ratio'])} | {_num(pair['same_calls_until_first_finding'])} | "
                      f"{pair['default_rows_total']:,} | {timed} | "
-                     f"{_num(b.get('seconds'))} | {_num(b.get('rows'))} | {b.get('strongest') or '-'} |")
+                     f"{_num(b.get('seconds'))} | {_num(b.get('rows'))} | {found} |")
     lines.append("")
     return lines
 

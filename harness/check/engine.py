@@ -15,8 +15,8 @@ to the stream whose best event is closest to its threshold once that score ``log
 reaches ``FOCUS``, sized to the rows its evidence growth predicts it needs.  Until then screening
 deepens by doubling batches (4, 8, 16, ...) ordered by evidence: of the streams within
 ``SCREEN_LEAD`` (4x) of the least-seen one (rows over quota), the highest score goes first, so a
-stream that shows something is seen deeper first, at most three doublings ahead (chosen, on
-fail-fast test rows / N* as ``specproof bench`` measures it, over: the least-seen stream first, no
+stream that shows something is seen deeper first, at most three doublings ahead (chosen on the
+bench's measure, fail-fast test rows / N*, in scratch runs, over: the least-seen stream first, no
 lead limit, FOCUS 0.2, focus on ``max log E - ln K``, and an e-process pooled over the streams).
 Once the leader's score reaches ``APPROACH`` its batches shrink to half its predicted need (at least
 ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows past its crossing.  A stream
