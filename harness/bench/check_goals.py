@@ -7,12 +7,12 @@
    provenance has the load average at its start and end.
 2. ``default_vs_fail_fast``: per zoo member, seed 0, at the CLI's default depth: one run with
    ``fail_fast`` and one without.  The default run's verifier rows at its first finding are its own
-   ``CheckResult.verifier_rows_at_first_flag`` (the reproducibility pair, the streams' rows, and the
-   injection counted whole when it ran before the first finding); the fail-fast run's are every row
-   its verifier was called with.  Goal: at most ``2 x``, for every member.  Beside it,
+   ``CheckResult.verifier_rows_at_first_flag`` (the streams' rows, and the reproducibility pair and
+   the injection counted whole when they ran before the first finding); the fail-fast run's are every
+   row its verifier was called with.  Goal: at most ``2 x``, for every member.  Beside it,
    ``same_calls_until_first_finding``: whether the fail-fast run's calls (batch shapes and drafted
-   ids, in order) are the default run's first calls; for a verifier slower than about 0.74 ms per
-   row the injection sizes its passes from the timed reproducibility pass, so two runs may differ.
+   ids, in order) are the default run's first calls; for a verifier slower than about 0.68 ms per
+   row the interlude sizes its passes from the calls so far, so two runs may differ.
    A member so slow that a default-depth run would take over ``PAIR_SECONDS`` (its fail-fast run's
    seconds per row on calls of at least ``AT_SCALE`` rows x ``DEFAULT_DEPTH_ROWS``: the
    one-row-at-a-time transformers adapter) is paired at the rows per scenario that fit in it

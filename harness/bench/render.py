@@ -13,6 +13,12 @@ from specproof.harness.files.number_text import fmt as _num
 __all__ = ["render_markdown", "member_rows", "goal_lines", "MEMBER_COLUMNS"]
 
 
+def _seed_range(seeds: list[int]) -> str:
+    """``0-29`` for consecutive seeds, else the list."""
+    consecutive = len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[-1] + 1))
+    return f"{seeds[0]}-{seeds[-1]}" if consecutive else str(list(seeds))
+
+
 def _method_cell(method: dict[str, Any]) -> str:
     """Median rows; for a miss, the largest test tried and what stopped the schedule."""
     seeds = list(method["per_seed"].values())
@@ -102,7 +108,8 @@ def _detection(data: dict[str, Any]) -> list[str]:
     summary = det["summary"]
     oracle = det.get("oracle", {})
     lines = ["### Detection strength: verifier rows needed to flag each zoo member, against the limit N*", "",
-             f"Median over seeds {det['seeds']} of the rows consumed to flag; each baseline runs a doubling "
+             f"Median over seeds of the rows consumed to flag (specproof: seeds {_seed_range(det.get('specproof_seeds') or det['seeds'])}; "
+             f"the baselines and the control: seeds {_seed_range(det['seeds'])}); each baseline runs a doubling "
              f"schedule whose largest test is capped at {det['row_budget']:,} rows (stopping before a test "
              f"predicted to take it past {_num(det['time_limit_seconds'])} s).  N*: the rows a sequential test "
              f"that knows the member's exact law needs against every lossless law (alpha "
@@ -231,7 +238,7 @@ def _check_goals(data: dict[str, Any]) -> list[str]:
              + (f"; {d['note']}" if d.get("note") else "") + ".", ""]
     per_row = tb["seconds_per_row"]
     lines.append("Per member, seed 0: verifier rows at the first finding with `--fail-fast` and without it (the "
-                 "default run's own count: reproducibility, statistics, and the injection whole if it came first); "
+                 "default run's own count: statistics, and the reproducibility pair and the injection whole if they came first); "
                  "same calls: the fail-fast run's calls are the default run's first ones, batch by batch; "
                  f"`--time-budget {tb['seconds']:g}` with fail-fast, the member slowed to "
                  + (f"{per_row * 1e3:.3g} ms per row (`{tb['one_row_at_a_time']}`, measured here)"

@@ -33,7 +33,7 @@ Sections (each measured in the same process, one after the other, never concurre
     exact_reference: {rows: {"V<vocab>": {vocab, fast_seconds, fast_seconds_median, plain_seconds,
                       speedup, outputs_agree_exactly, output_equals_target}},
                       fast_seconds_exponent, plain_seconds_exponent, seconds},
-    detection: {methods: {name: description}, seeds, row_budget, time_limit_seconds, seconds,
+    detection: {methods: {name: description}, seeds, specproof_seeds, row_budget, time_limit_seconds, seconds,
                 members: {member: {bug, mirrors, caught_by_grid_only,
                           methods: {method: {caught, median_rows (null: not caught), seconds,
                                     [median_test_rows,] [median_rows_in_flagging_scenario,]
@@ -130,6 +130,7 @@ REFERENCE_GOAL_VOCAB = 262_144
 REFERENCE_GOAL_SPEEDUP = 25.0
 REFERENCE_GOAL_SECONDS = 0.2
 QUICK_GOAL_SECONDS = 180.0
+SPECPROOF_SEEDS = 30  # the full bench's seeds of specproof's detection runs (the baselines keep 5)
 
 
 @dataclass(frozen=True)
@@ -152,12 +153,13 @@ class BenchConfig:
     check_goal_samples: int | None = None  # None: the CLI's default depth (check_goals)
     check_goal_members: tuple[str, ...] | None = None  # None: the whole zoo
     check_goal_time_budget: float = TIME_BUDGET_SECONDS
+    detection_specproof_seeds: tuple[int, ...] | None = None  # None: detection_seeds (detection_benchmark)
 
     @classmethod
     def full(cls, devices: tuple[str, ...] = ("cpu",)) -> "BenchConfig":
         return cls("full", (4096, 32768, 131072, 262144), 5, (0, 1, 2, 3, 4), 1 << 18, 15.0,
                    {32: 262144, 1024: 65536, 32768: 4096, 131072: 1024}, {1: 65536, 2: 65536, 3: 65536, 4: 65536},
-                   True, devices=devices)
+                   True, devices=devices, detection_specproof_seeds=tuple(range(SPECPROOF_SEEDS)))
 
     @classmethod
     def quick(cls, devices: tuple[str, ...] = ("cpu",)) -> "BenchConfig":
@@ -310,7 +312,7 @@ def run_bench(config: BenchConfig, *, progress: Callable[[str], None] | None = N
                      **{k: v for k, v in reference.items() if k != "rows"}, "seconds": time.perf_counter() - t0}
     detection = detection_benchmark(seeds=config.detection_seeds, row_budget=config.detection_row_budget,
                                     time_limit=config.detection_time_limit, members=config.detection_members,
-                                    progress=say)
+                                    progress=say, specproof_seeds=config.detection_specproof_seeds)
     devices: dict[str, Any] = {}
     for device in config.devices:
         throughput_row(32, 1, 64, device, config.seed)  # warm-up (first-call costs), not recorded
@@ -337,7 +339,8 @@ def run_bench(config: BenchConfig, *, progress: Callable[[str], None] | None = N
         "config": _config_json(config), "exact_reference": reference_doc, "detection": detection,
         "throughput": throughput, "k_series": k_series, "proofs": proofs, "check_goals": checks,
         "scaling": _scaling(reference_doc, throughput, k_series),
-    }, provenance(device=config.devices[-1], dtypes=["float32"], seeds=sorted({config.seed, *config.detection_seeds}),
+    }, provenance(device=config.devices[-1], dtypes=["float32"], seeds=sorted({config.seed, *config.detection_seeds,
+                                                                       *(config.detection_specproof_seeds or ())}),
                   extra={"load_average": {"start": load_start, "end": _load_average()}})).to_json()
     data["total_seconds"] = time.perf_counter() - start
     data["goals"] = _goals(config, data)

@@ -363,7 +363,7 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     quota for ``max_detectable_tv``; ``time_budget``: seconds, quotas then set from the screening
     pass's throughput so that the run ends within it (the quotas equalise the streams' detectable TV).
     ``interlude``: ``(rows, run)``: ``run()`` is called once, when the streams have drawn ``rows`` rows
-    (or earlier, when they are all done), unless a finding stopped the run first with ``fail_fast``;
+    (a number, or a callable read after every batch; earlier when they are all done), unless a finding stopped the run first with ``fail_fast``;
     it returns whether it found something (the check's RNG edge injection: a certain finding from
     rows of its own, so it spends no share of ``alpha`` and leaves the streams' evidence alone).
     ``time_budget`` counts the streams' seconds, not the interlude's (the caller keeps its share)."""
@@ -393,7 +393,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
 
     def interlude_found(force: bool) -> bool:
         nonlocal pending, first_flag, paused, before_flag
-        if pending is None or (drawn < pending[0] and not force):
+        due = pending[0]() if pending is not None and callable(pending[0]) else pending and pending[0]
+        if pending is None or (drawn < due and not force):
             return False
         run, pending = pending[1], None
         before_flag, begun = first_flag is None, clock()

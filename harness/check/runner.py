@@ -29,17 +29,18 @@ PASS only when that is at most ``max_detectable_tv`` everywhere, else UNDERPOWER
 finding).  The verifier gets its own copies of the inputs: the harness never reads back what it was
 handed.
 
-Order.  The streams run first until they have drawn as many rows as the injection would (its passes
-x rows per pass), then the injection, then the rest of the streams (the engine's ``interlude``): a bug
-the statistics see sooner is flagged without paying for the injection, and a rare-draw bug the
-statistics cannot see is flagged after at most twice the injection's rows (the doubling argument).
-``fail_fast`` only stops the run at the first finding; until then a run with and without it draws
-the same rows at a fixed depth, so the first finding comes after the same rows
-(``rows_at_first_flag``; ``verifier_rows_at_first_flag`` adds the reproducibility pair and the
-injection, whole, when it came first).  Exceptions: a verifier slower than about 0.74 ms per row gets
-injection passes sized from its timed reproducibility pass, and a ``time_budget`` sets quotas from
-the clock, so two runs may differ there.  The injection draws rows of its own and its findings are
-certain, so the order changes no false-alarm bound; it also runs when a Ray shard fails for good.
+Order.  The streams run first until they have drawn as many rows as the checks that draw rows of
+their own would (the engine's ``interlude``: the reproducibility pair, then the injection, its passes
+x rows per pass), then those, then the rest of the streams: a bug the statistics see sooner is flagged
+without paying for them, and a rare-draw or global-RNG bug the statistics cannot see is flagged after
+at most twice their rows (the doubling argument).  ``fail_fast`` only stops the run at the first
+finding; until then a run with and without it draws the same rows at a fixed depth, so the first
+finding comes after the same rows (``rows_at_first_flag``; ``verifier_rows_at_first_flag`` adds the
+interlude's rows, whole, when it came first).  Exceptions: a verifier slower than about 0.68 ms per row
+gets passes sized from its calls so far (so that the interlude takes about ``INJECTION_SECONDS``), and
+a ``time_budget`` sets quotas from the clock, so two runs may differ there.  The interlude's rows are
+its own and its findings certain, so the order changes no false-alarm bound; it also runs when a Ray
+shard fails for good.
 
 Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
@@ -77,6 +78,7 @@ INJECTION_ROWS = 512  # rows per injection pass in a check (an edge flags 3-32 o
 INJECTION_SECONDS = 8.0  # the injection's share of a default check, for slow verifiers
 INJECTION_PASSES = 21  # passes of inject_check on the default scenarios (1 baseline + edges, 3 scenarios)
 INJECTION_MIN_ROWS = 64
+INTERLUDE_PASSES = INJECTION_PASSES + 2  # the injection's passes and the reproducibility pair (each at most a pass)
 ZERO_TOKEN = "emitted a token of target probability 0 at its prefix"
 MISMATCH = "emitted tokens before the last that are not the drafted ones"
 
@@ -108,7 +110,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     ``fail_fast``: stop the whole run at the first finding (``CheckResult.rows`` then counts the rows
     it took to flag the verifier; ``rows_at_first_flag`` is recorded either way).
     ``inject``: run the RNG edge injection (CPU only; reported as not run elsewhere) after the
-    streams' first rows (module docstring: Order).
+    streams' first rows and the reproducibility pair (module docstring: Order).
     ``engine``: ``None`` (rows drawn here) or an entered :class:`.ray_engine.RayEngine` (rows drawn by
     Ray tasks; a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
     dtype = dtype_name(dtype)
@@ -143,60 +145,66 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     streams = [BatchedStream(index, *_prepared(scenario, dtype, str(torch_device), rule_record), dtype,
                              batch_size, seed, call)
                for index, scenario in enumerate(suite)]
-    reproducibility = _reproducibility(streams[0], call, per_scenario or REPRODUCIBILITY_ROWS)
-    reproducibility_rows = call.rows
-    injection, injection_note, inconclusive, interlude, share = None, None, None, None, 0.0
-    if inject and torch_device.type == "cpu":
-        # rows per injection pass: INJECTION_ROWS, fewer for a slow verifier (timed on the reproducibility
-        # pass) so that its ~INJECTION_PASSES passes take about INJECTION_SECONDS
-        per_row = call.seconds / max(call.rows, 1)
-        share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
-        rows = int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (INJECTION_PASSES * max(per_row, 1e-9)))))
-
-        def run_injection() -> bool:
-            nonlocal injection
-            injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout,
-                                     rows=rows, fail_fast=fail_fast)
-            return bool(injection.findings)
-
-        # the streams first, up to the injection's own cost, with or without fail_fast (module docstring: Order)
-        interlude = (rows * INJECTION_PASSES, run_injection)
-    elif inject:
+    injection, injection_note, inconclusive = None, None, None
+    reproducibility: list[Finding] = []
+    interlude_rows = 0  # verifier rows the interlude (reproducibility pair, injection) called
+    inject_here = inject and torch_device.type == "cpu"
+    if inject and not inject_here:
         injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
-    extra = list(reproducibility)
-    before_streams = bool(extra)  # findings known before a stream row was drawn
-    if extra and fail_fast:
-        run = EngineRun([s.empty_report() for s in streams], 0, 0.0, "fail-fast", 0)
-    else:
-        drawn = streams if engine is None else engine.shard(streams, verify, rule_record, timeout, batch_size)
-        try:
-            run = run_streams(drawn, alpha=alpha, rows=per_scenario, level=level,
-                              max_detectable_tv=max_detectable_tv, fail_fast=fail_fast,
-                              # the budget covers the whole check: what reproducibility took is spent, and the
-                              # injection's share is kept for it (it runs after the streams' first rows)
-                              time_budget=None if time_budget is None else max(
-                                  1e-3, time_budget - (time.perf_counter() - start) - (share if interlude else 0.0)),
-                              progress=progress, interlude=interlude)
-        except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
-            run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
-            if interlude is not None and injection is None:
-                run_injection()  # its findings are certain and need no shard
-        finally:
-            if engine is not None:
-                engine.release()  # pieces submitted ahead and never read
-    if interlude is not None:
-        if injection is not None:
-            extra += _injection_findings(injection)
-        elif run.stop_reason == "fail-fast":
-            first = "the reproducibility check" if before_streams else "the statistics"
-            injection_note = f"RNG edge injection not run: {first} flagged the verifier first (fail-fast)"
-        else:
-            injection_note = f"RNG edge injection not run: the run ended before it ({run.stop_reason})"
+    share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
+    reserved = share if inject_here else share * 2 / INTERLUDE_PASSES  # the reproducibility pair's part alone
+    repro_cap = min(REPRODUCIBILITY_ROWS, per_scenario or REPRODUCIBILITY_ROWS)
+
+    def pass_rows() -> int:
+        """Rows per injection pass (and at most per reproducibility run): INJECTION_ROWS, fewer for a
+        slow verifier (timed on the calls so far) so that the interlude takes about ``share`` seconds."""
+        per_row = call.seconds / max(call.rows, 1)
+        return int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (INTERLUDE_PASSES * max(per_row, 1e-9)))))
+
+    def interlude_cost() -> int:
+        """The interlude's verifier rows: the streams draw as many first (module docstring: Order)."""
+        n = pass_rows()
+        return 2 * min(repro_cap, n) + (n * INJECTION_PASSES if inject_here else 0)
+
+    ran = False  # whether the interlude ran (the engine calls it at most once)
+
+    def run_interlude() -> bool:
+        nonlocal injection, interlude_rows, ran
+        ran, before = True, call.rows
+        reproducibility.extend(_reproducibility(streams[0], call, min(repro_cap, pass_rows())))
+        interlude_rows = call.rows - before
+        if inject_here and not (reproducibility and fail_fast):
+            injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout,
+                                     rows=pass_rows(), fail_fast=fail_fast)
+            interlude_rows += injection.verifier_rows
+        return bool(reproducibility) or bool(injection is not None and injection.findings)
+
+    drawn = streams if engine is None else engine.shard(streams, verify, rule_record, timeout, batch_size)
+    try:
+        run = run_streams(drawn, alpha=alpha, rows=per_scenario, level=level,
+                          max_detectable_tv=max_detectable_tv, fail_fast=fail_fast,
+                          # the budget covers the whole check: the preparation is spent, the interlude's share kept
+                          time_budget=None if time_budget is None else max(
+                              1e-3, time_budget - (time.perf_counter() - start) - reserved),
+                          progress=progress, interlude=(interlude_cost, run_interlude))
+    except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
+        run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
+        if not ran:
+            run_interlude()  # its findings are certain and need no shard
+    finally:
+        if engine is not None:
+            engine.release()  # pieces submitted ahead and never read
+    extra = list(reproducibility) + (_injection_findings(injection) if injection is not None else [])
+    if not ran:
+        why = ("the statistics flagged the verifier first (fail-fast)" if run.stop_reason == "fail-fast"
+               else f"the run ended before it ({run.stop_reason})")
+        skipped = f"{'RNG edge injection and reproducibility check' if inject_here else 'Reproducibility check'} not run: {why}"
+        injection_note = skipped if injection_note is None else f"{injection_note}; reproducibility check not run: {why}"
+    elif injection is None and inject_here:
+        injection_note = "RNG edge injection not run: the reproducibility check flagged the verifier first (fail-fast)"
     total = time.perf_counter() - start
-    first = 0 if before_streams else run.rows_at_first_flag
-    called = None if first is None else reproducibility_rows + first + (
-        injection.verifier_rows
-        if injection is not None and run.interlude_before_first_flag and not before_streams else 0)
+    first = run.rows_at_first_flag
+    called = None if first is None else first + (interlude_rows if run.interlude_before_first_flag else 0)
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE

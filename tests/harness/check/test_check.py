@@ -201,6 +201,21 @@ def test_a_verifier_on_the_global_rng_is_a_reproducibility_finding():
     assert result.as_json()["reproducibility"][0]["statistic"] == "inf"
 
 
+def test_fail_fast_runs_the_reproducibility_pair_after_the_streams_first_rows():
+    """The reproducibility pair is part of the interlude (runner docstring: Order): a global-RNG
+    verifier whose law is exact is flagged by it once the streams have drawn the interlude's rows, the
+    injection is then skipped under fail_fast, and the pair's rows are counted whole."""
+    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS, REPRODUCIBILITY_ROWS
+
+    result = check_verifier(cli_targets.global_rng, fail_fast=True, progress=False)
+    assert result.verdict is Verdict.FAIL and result.stop_reason == "fail-fast" and result.injection is None
+    assert [f.family for f in result.reproducibility] == ["reproducibility"]
+    assert "reproducibility check flagged the verifier first" in result.injection_summary
+    cost = 2 * REPRODUCIBILITY_ROWS + INJECTION_ROWS * INJECTION_PASSES
+    assert result.rows_at_first_flag == result.rows >= cost
+    assert result.verifier_rows_at_first_flag == result.rows + 2 * REPRODUCIBILITY_ROWS
+
+
 def test_verdict_vocabulary_and_underpowered_bfloat16():
     assert [v.value for v in Verdict] == ["pass", "fail", "underpowered", "inconclusive"]  # inconclusive: --engine ray
     result = check_verifier(cli_targets.exact, dtype="bfloat16", samples=500)
@@ -314,16 +329,17 @@ def test_default_run_flags_after_the_same_rows_as_fail_fast(name, by_injection):
 
 
 def test_fail_fast_runs_the_statistics_before_the_injection():
-    """With fail_fast the streams go first, up to the injection's own rows: a bug they see is flagged
-    without the injection (and says so); a u == 0 bug they cannot see is flagged by the injection
+    """With fail_fast the streams go first, up to the interlude's own rows: a bug they see is flagged
+    without the reproducibility pair or the injection (and says so); a u == 0 bug they cannot see is flagged by the injection
     after those rows (harness/check/runner.py, Fail-fast order)."""
     from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS
     from specproof.impls import get
 
     seen = check_verifier(get("resample-from-target").fn, fail_fast=True, progress=False)
     assert seen.verdict == Verdict.FAIL and seen.injection is None
-    assert "statistics flagged the verifier first" in seen.injection_summary
+    assert "injection and reproducibility check not run: the statistics flagged the verifier first" in seen.injection_summary
     assert 0 < seen.rows_at_first_flag == seen.rows < INJECTION_ROWS * INJECTION_PASSES
+    assert seen.verifier_rows_at_first_flag == seen.rows and not seen.reproducibility  # nothing else was called
     rare = check_verifier(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and math.isinf(rare.findings[0].statistic)
     assert rare.rows_at_first_flag == rare.rows >= INJECTION_ROWS * INJECTION_PASSES
