@@ -264,6 +264,7 @@ class CheckResult:
             "level": self.level, "stop_reason": self.stop_reason, "rows_at_first_flag": self.rows_at_first_flag,
             "verifier_rows_at_first_flag": self.verifier_rows_at_first_flag,
             "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
+            "injection_summary": self.injection_summary,  # also says when the injection or reproducibility did not run
             "scenarios": [s.as_json() for s in self.scenarios],
         }
 

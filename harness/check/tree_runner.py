@@ -6,12 +6,17 @@ harness draws node tokens from the exact sibling laws, hands the verifier its ow
 inputs and reads the emitted path back; then
 
 1. the output contract (a violation is a usage error, exit 2);
-2. reproducibility: one batch twice with same-seeded generators must give the same output;
-3. RNG edge injection (CPU): the verifier runs under :class:`.injection.EdgeInjection`; any emitted
+2. the statistical test: one :mod:`.tree_streams` stream per scenario, all handed to the one engine
+   (:func:`.engine.run_streams`: anytime-valid, family-wise ``alpha``), impossible outcomes certain;
+3. reproducibility: one batch twice with same-seeded generators must give the same output;
+4. RNG edge injection (CPU): the verifier runs under :class:`.injection.EdgeInjection`; any emitted
    token of target probability 0, any path leaving the tree, or any exception under an injected edge
-   value the real generator produces is a certain finding;
-4. the statistical test: one :mod:`.tree_streams` stream per scenario, all handed to the one engine
-   (:func:`.engine.run_streams`: anytime-valid, family-wise ``alpha``), impossible outcomes certain.
+   value the real generator produces is a certain finding.
+
+The order is the batched check's (:mod:`.runner`, Order): the streams draw as many rows as 3 and 4
+cost (for a verifier drawing uniforms: 2 x 256 + 5 scenarios x 4 passes x 1,024 rows), then 3 and 4
+run as the engine's interlude, then the rest of the streams; ``fail_fast`` only stops at the first
+finding, so a bug the statistics see is flagged without paying for 3 and 4.
 
 The verdict is the engine's (:func:`.engine.verdict_for`): FAIL on any finding, UNDERPOWERED when a
 scenario cannot see ``max_detectable_tv``, else PASS.
@@ -163,25 +168,46 @@ def check_tree(verify: Callable[..., Any], *, dtype: Any = "float32", device: st
     prepared = [_prepared(s, name, str(torch_device)) for s in suite]
     reals = [real for real, _ in prepared]
     caller = TreeCaller(verify, torch_device, timeout, hard_timeout)
-    extra = _reproducibility(reals[0], caller, seed)
-    injection, injection_text, injection_findings = None, None, []
-    if inject and torch_device.type == "cpu":
-        injection_findings, injection = tree_injection(reals, caller, seed)
-        injection_text = _injection_text(injection)
-    elif inject:
+    extra: list[Finding] = []
+    injection, injection_text, injection_findings, ran, interlude_rows = None, None, [], False, 0
+    inject_here = inject and torch_device.type == "cpu"
+    if inject and not inject_here:
         injection_text = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
+    # the interlude's rows for a verifier drawing uniforms (a baseline pass and one pass per edge, per scenario)
+    cost = 2 * TREE_REPRODUCIBILITY_ROWS + (len(reals) * (1 + len(EDGE_LABELS["uniform"])) * TREE_INJECTION_ROWS
+                                            if inject_here else 0)
+
+    def run_interlude() -> bool:
+        """The reproducibility pair, then the injection (module docstring: the order)."""
+        nonlocal injection, injection_text, injection_findings, ran, interlude_rows
+        ran, before = True, caller.rows
+        extra.extend(_reproducibility(reals[0], caller, seed))
+        if inject_here and not (extra and fail_fast):
+            injection_findings, injection = tree_injection(reals, caller, seed)
+            injection_text = _injection_text(injection)
+        interlude_rows = caller.rows - before
+        return bool(extra or injection_findings)
+
     streams = [TreeStream(real, caller, seed, index, families) for index, (real, families) in enumerate(prepared)]
+    run = run_streams(streams, alpha=alpha, rows=samples, level=level, max_detectable_tv=max_detectable_tv,
+                      time_budget=time_budget, fail_fast=fail_fast, progress=progress, interlude=(cost, run_interlude))
+    reports, rows_first, reason = run.reports, run.rows_at_first_flag, run.stop_reason
+    if not ran:
+        skipped = "RNG edge injection and reproducibility check" if inject_here else "Reproducibility check"
+        why = ("the statistics flagged the verifier first (fail-fast)" if reason == "fail-fast"
+               else f"the run ended before it ({reason})")
+        injection_text = (f"{skipped} not run: {why}" if injection_text is None
+                          else f"{injection_text}; reproducibility check not run: {why}")
+    elif injection is None and inject_here:
+        injection_text = "RNG edge injection not run: the reproducibility check flagged the verifier first (fail-fast)"
     certain = extra + injection_findings
-    reports, rows_first, reason = [], None, "fail-fast"
-    if not (certain and fail_fast):
-        run = run_streams(streams, alpha=alpha, rows=samples, level=level, max_detectable_tv=max_detectable_tv,
-                          time_budget=time_budget, fail_fast=fail_fast, progress=progress)
-        reports, rows_first, reason = run.reports, run.rows_at_first_flag, run.stop_reason
+    called = None if rows_first is None else rows_first + (interlude_rows if run.interlude_before_first_flag else 0)
     verdict = verdict_for(reports, certain, max_detectable_tv)  # FAIL before reading reports when certain
     total = time.perf_counter() - start
     return CheckResult(verdict=verdict, dtype=name, device=str(torch_device), seed=seed, alpha=alpha,
                        samples=samples or 0, rule=None, scenarios=reports, verifier_seconds=caller.seconds,
                        harness_seconds=total - caller.seconds, max_detectable_tv=float(max_detectable_tv),
                        reproducibility=extra, level=level if samples is None else "samples", stop_reason=reason,
-                       rows_at_first_flag=rows_first, injection=injection, injection_summary=injection_text,
+                       rows_at_first_flag=rows_first, verifier_rows_at_first_flag=called,
+                       injection=injection, injection_summary=injection_text,
                        injection_findings=injection_findings, time_budget=time_budget)

@@ -122,11 +122,12 @@ def tree_families(real: TreeRealisation) -> list[EventFamily]:
 
 
 class TreeCaller:
-    """Calls the tree verifier on one batch (its own copies), under the time limit; counts seconds."""
+    """Calls the tree verifier on one batch (its own copies), under the time limit; counts seconds and rows."""
 
     def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
         self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
         self.seconds = 0.0
+        self.rows = 0
 
     def __call__(self, real: TreeRealisation, batch: TreeBatch, seed: int) -> torch.Tensor:
         gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
@@ -135,6 +136,7 @@ class TreeCaller:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.seconds += time.perf_counter() - t0
+        self.rows += batch.rows
         return validate_tree_output(out, batch.rows, real.depth, real.vocab, real.scenario.name)
 
 

@@ -10,9 +10,9 @@ transformers, sglang-tree); --contract tree / generate checks a tree verifier or
 TARGET is imported and executed in this process with your user's rights: check only code you trust.
 A path.py target's folder is put on sys.path, so it can import modules beside it.
 
-What runs (a batched verifier: the statistics first, up to as many rows as the injection costs,
-then the injection, then the rest; --fail-fast stops at the first finding, after the same rows;
---contract tree runs the injection first, generate after all the statistics):
+What runs (a batched or tree verifier: the statistics first, up to as many rows as the
+reproducibility pair and the injection cost, then those two, then the rest; --fail-fast stops at the
+first finding, after the same rows; --contract generate runs them after all the statistics):
   1. RNG edge injection (CPU; --no-inject turns it off): the verifier runs with a known fraction of
      its torch.rand / rand_like / uniform_ / exponential_ draws replaced by values torch's generator
      really produces at its edges (0, the smallest and the largest value below 1).  A verifier that
@@ -21,6 +21,8 @@ then the injection, then the rest; --fail-fast stops at the first finding, after
   2. The statistical check: 13 scenarios with exactly known laws; every test may be read after
      every batch (e-processes, Ville's inequality), so rows go to the scenario where the evidence
      grows and a failing verifier is flagged as soon as the evidence is conclusive.
+  3. Reproducibility: one batch twice with same-seeded generators; outputs that differ (the
+     verifier draws from the global RNG, not from generator) FAIL.
 
 Levels: the default gives each scenario the rows its hardest event needs to see a deviation of
 total variation 0.9 x --max-detectable-tv (0.02 by default); about 0.9M rows, 12 s for

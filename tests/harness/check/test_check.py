@@ -340,6 +340,7 @@ def test_fail_fast_runs_the_statistics_before_the_injection():
     assert "injection and reproducibility check not run: the statistics flagged the verifier first" in seen.injection_summary
     assert 0 < seen.rows_at_first_flag == seen.rows < INJECTION_ROWS * INJECTION_PASSES
     assert seen.verifier_rows_at_first_flag == seen.rows and not seen.reproducibility  # nothing else was called
+    assert "reproducibility check not run" in seen.as_json()["injection_summary"]  # what --json readers see
     rare = check_verifier(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and math.isinf(rare.findings[0].statistic)
     assert rare.rows_at_first_flag == rare.rows >= INJECTION_ROWS * INJECTION_PASSES

@@ -159,6 +159,24 @@ def test_tree_references_pass_at_the_default_level(reference):
     assert result.verdict is Verdict.PASS, result.summary()
 
 
+def test_fail_fast_runs_the_tree_statistics_before_the_reproducibility_pair_and_the_injection():
+    """The batched check's order (tree_runner docstring): a bug the statistics see is flagged with no
+    other verifier rows; a tie bug only the injection sees is flagged once the streams have drawn the
+    interlude's rows, which are then counted whole."""
+    from specproof.harness.check.tree_runner import TREE_INJECTION_ROWS, TREE_REPRODUCIBILITY_ROWS
+
+    seen = check_tree(tree_keep_tried, samples=4096, fail_fast=True, scenarios=_suite("iid"), progress=False)
+    assert seen.verdict is Verdict.FAIL and seen.injection is None and not seen.reproducibility
+    assert "injection and reproducibility check not run: the statistics flagged" in seen.injection_summary
+    assert seen.verifier_rows_at_first_flag == seen.rows_at_first_flag == seen.rows
+    suite = _suite("iid", "distinct")
+    rare = check_tree(tree_accept_ties, samples=16_384, fail_fast=True, scenarios=suite, progress=False)
+    cost = 2 * TREE_REPRODUCIBILITY_ROWS + len(suite) * 4 * TREE_INJECTION_ROWS
+    assert rare.verdict is Verdict.FAIL and rare.injection_findings and not any(r.findings for r in rare.scenarios)
+    assert rare.rows_at_first_flag == rare.rows >= cost
+    assert rare.verifier_rows_at_first_flag > rare.rows + 2 * TREE_REPRODUCIBILITY_ROWS
+
+
 def test_injection_finds_the_tie_bug_the_statistics_cannot_see():
     result = check_tree(tree_accept_ties, samples=256, scenarios=_suite("iid", "distinct"), progress=False)
     assert result.injection_findings and all(f.certain and f.family == "rng-injection"
