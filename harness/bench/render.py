@@ -161,7 +161,8 @@ def _detection(data: dict[str, Any]) -> list[str]:
             lines.append(f"- `{baseline}` / specproof rows: no member caught by both.")
             continue
         per = ", ".join(f"{k} {v:.2g}" for k, v in ratio["per_member"].items())
-        lines.append(f"- `{baseline}` rows / specproof rows where both catch ({ratio['members_both_catch']}): "
+        over = f", both medians over seeds {_seed_range(ratio['seeds'])}" if ratio.get("seeds") else ""
+        lines.append(f"- `{baseline}` rows / specproof rows where both catch ({ratio['members_both_catch']}{over}): "
                      f"min {ratio['min']:.3g}, median {ratio['median']:.3g}, geometric mean "
                      f"{ratio['geometric_mean']:.3g} ({per}).")
         if ratio["caught_by_baseline_only"]:

@@ -171,12 +171,22 @@ def resolve_device(device: Any) -> torch.device:
 
 
 class VerifierCaller:
-    """Calls the verifier on the harness's own copies of one batch; counts its seconds."""
+    """Calls the verifier on the harness's own copies of one batch; counts its seconds and rows, also
+    over the calls of at least ``AT_SCALE`` rows alone (a rate per row free of most per-call cost)."""
+
+    AT_SCALE = 256
 
     def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
         self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
         self.seconds = 0.0
         self.rows = 0
+        self.scale_seconds, self.scale_rows = 0.0, 0
+
+    def seconds_per_row(self) -> float:
+        """Seconds per row on the calls of at least ``AT_SCALE`` rows, else on every call (0 before any)."""
+        if self.scale_rows:
+            return self.scale_seconds / self.scale_rows
+        return self.seconds / max(self.rows, 1)
 
     def __call__(self, real: "Realisation", drafts: torch.Tensor, seed: int) -> torch.Tensor:
         draft_rows, target_rows = real.rows(drafts)
@@ -186,6 +196,10 @@ class VerifierCaller:
         out = call_verifier(self.verify, args, self.timeout, real.scenario.name, self.hard)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
-        self.seconds += time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        self.seconds += took
         self.rows += drafts.shape[0]
+        if drafts.shape[0] >= self.AT_SCALE:
+            self.scale_seconds += took
+            self.scale_rows += drafts.shape[0]
         return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)

@@ -358,15 +358,16 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                 level: str = "default", max_detectable_tv: float = 0.02, time_budget: float | None = None,
                 fail_fast: bool = False, progress: bool | Callable[[str], None] | None = None,
                 clock: Callable[[], float] = time.perf_counter,
-                interlude: tuple[int, Callable[[], bool]] | None = None) -> EngineRun:
+                interlude: tuple[int | Callable[[], int], Callable[[], bool]] | None = None) -> EngineRun:
     """Test every stream (module docstring).  ``rows``: a fixed quota per stream; else the ``level``'s
     quota for ``max_detectable_tv``; ``time_budget``: seconds, quotas then set from the screening
     pass's throughput so that the run ends within it (the quotas equalise the streams' detectable TV).
-    ``interlude``: ``(rows, run)``: ``run()`` is called once, when the streams have drawn ``rows`` rows
-    (a number, or a callable read after every batch; earlier when they are all done), unless a finding stopped the run first with ``fail_fast``;
-    it returns whether it found something (the check's RNG edge injection: a certain finding from
-    rows of its own, so it spends no share of ``alpha`` and leaves the streams' evidence alone).
-    ``time_budget`` counts the streams' seconds, not the interlude's (the caller keeps its share)."""
+    ``interlude``: ``(rows, run)``: ``run()`` is called once, when the streams have drawn ``rows``
+    rows (a number, or a callable read after every batch; earlier when they are all done), unless a
+    finding stopped the run first with ``fail_fast``; it returns whether it found something (the
+    check's reproducibility pair and RNG edge injection: certain findings from rows of their own, so
+    they spend no share of ``alpha`` and leave the streams' evidence alone).  ``time_budget`` counts
+    the streams' seconds, not the interlude's (the caller keeps its share, or states the overrun)."""
     if not streams:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
     if not 0 < alpha < 1:

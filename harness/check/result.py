@@ -132,7 +132,8 @@ class CheckResult:
     level: str = "default"  # "default", "thorough", or "samples" (fixed rows per scenario)
     stop_reason: str = "complete"  # "complete", "fail-fast" or "time-budget"
     rows_at_first_flag: int | None = None  # rows drawn when the first finding was made
-    # every row the verifier had been called with by then (reproducibility; the injection, whole, if before)
+    # every row the verifier had been called with by then (the reproducibility pair and the injection
+    # counted whole when they ran before the first finding)
     verifier_rows_at_first_flag: int | None = None
     injection: dict[str, Any] | None = None  # the RNG edge injection's JSON (None: not run)
     injection_summary: str | None = None  # its text, or why it did not run

@@ -37,7 +37,9 @@ at most twice their rows (the doubling argument).  ``fail_fast`` only stops the 
 finding; until then a run with and without it draws the same rows at a fixed depth, so the first
 finding comes after the same rows (``rows_at_first_flag``; ``verifier_rows_at_first_flag`` adds the
 interlude's rows, whole, when it came first).  Exceptions: a verifier slower than about 0.68 ms per row
-gets passes sized from its calls so far (so that the interlude takes about ``INJECTION_SECONDS``), and
+gets passes sized from its calls so far (so that the interlude takes about ``INJECTION_SECONDS``, a
+tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a pass, so a verifier slower
+than about 5 ms a row takes longer), and
 a ``time_budget`` sets quotas from the clock, so two runs may differ there.  The interlude's rows are
 its own and its findings certain, so the order changes no false-alarm bound; it also runs when a Ray
 shard fails for good.
@@ -158,7 +160,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
     def pass_rows() -> int:
         """Rows per injection pass (and at most per reproducibility run): INJECTION_ROWS, fewer for a
         slow verifier (timed on the calls so far) so that the interlude takes about ``share`` seconds."""
-        per_row = call.seconds / max(call.rows, 1)
+        per_row = call.seconds_per_row()
         return int(min(INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (INTERLUDE_PASSES * max(per_row, 1e-9)))))
 
     def interlude_cost() -> int:
@@ -189,8 +191,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                           progress=progress, interlude=(interlude_cost, run_interlude))
     except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
         run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
-        if not ran:
-            run_interlude()  # its findings are certain and need no shard
+        if not ran and run_interlude():  # its findings are certain and need no shard
+            run = EngineRun(run.reports, 0, 0.0, run.stop_reason, 0, True)
     finally:
         if engine is not None:
             engine.release()  # pieces submitted ahead and never read

@@ -16,7 +16,9 @@ inputs and reads the emitted path back; then
 The order is the batched check's (:mod:`.runner`, Order): the streams draw as many rows as 3 and 4
 cost (for a verifier drawing uniforms: 2 x 256 + 5 scenarios x 4 passes x 1,024 rows), then 3 and 4
 run as the engine's interlude, then the rest of the streams; ``fail_fast`` only stops at the first
-finding, so a bug the statistics see is flagged without paying for 3 and 4.
+finding, so a bug the statistics see is flagged without paying for 3 and 4.  Their passes are fixed
+in size, so under a ``time_budget`` their seconds come on top of the budget (the streams' clock is
+paused while they run).
 
 The verdict is the engine's (:func:`.engine.verdict_for`): FAIL on any finding, UNDERPOWERED when a
 scenario cannot see ``max_detectable_tv``, else PASS.

@@ -12,7 +12,8 @@ A path.py target's folder is put on sys.path, so it can import modules beside it
 
 What runs (a batched or tree verifier: the statistics first, up to as many rows as the
 reproducibility pair and the injection cost, then those two, then the rest; --fail-fast stops at the
-first finding, after the same rows; --contract generate runs them after all the statistics):
+first finding, after the same rows; --contract generate runs the pair first and the injection
+after all the statistics):
   1. RNG edge injection (CPU; --no-inject turns it off): the verifier runs with a known fraction of
      its torch.rand / rand_like / uniform_ / exponential_ draws replaced by values torch's generator
      really produces at its edges (0, the smallest and the largest value below 1).  A verifier that

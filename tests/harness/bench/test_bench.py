@@ -300,6 +300,9 @@ def test_specproof_gets_more_seeds_than_the_baselines_and_the_goal_shows_the_fir
     assert measured["seeds"] == 6
     assert measured["median_seeds_0_4"] == pytest.approx(first_five / record["oracle"]["n_star"])
     assert measured["median"] == pytest.approx(record["ratios_to_n_star"]["specproof_test"])
+    summary = det["summary"]  # every comparison with a baseline is over the seeds both ran
+    assert summary["goals"]["vs_chi_square"]["measured"]["seeds"] == 1
+    assert all(r["seeds"] == [0] for r in summary["row_ratio_baseline_over_specproof"].values())
 
 
 @pytest.mark.slow

@@ -201,6 +201,41 @@ def test_a_verifier_on_the_global_rng_is_a_reproducibility_finding():
     assert result.as_json()["reproducibility"][0]["statistic"] == "inf"
 
 
+def test_a_time_budget_that_runs_out_before_the_interlude_still_runs_it():
+    """The budget ends the streams (their clock, or the quotas it set) before they drew the interlude's
+    rows (11,264 for a verifier faster than 0.68 ms a row; this one takes at least 0.1 ms, so under
+    9,000 fit in the budget): the reproducibility pair and the injection run anyway, at the end."""
+    import time
+
+    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS, REPRODUCIBILITY_ROWS
+
+    def slowed(draft_probs, target_probs, draft_token_ids, generator):
+        time.sleep(1e-4 * draft_token_ids.shape[0])
+        return cli_targets.global_rng(draft_probs, target_probs, draft_token_ids, generator)
+
+    result = check_verifier(slowed, time_budget=1.0, progress=False)
+    assert result.stop_reason in ("time-budget", "complete") and result.verdict is Verdict.FAIL
+    assert result.rows < 2 * REPRODUCIBILITY_ROWS + INJECTION_ROWS * INJECTION_PASSES  # it was not yet due
+    assert [f.family for f in result.reproducibility] == ["reproducibility"] and result.injection is not None
+
+
+def test_the_interlude_is_sized_from_calls_at_scale_not_from_the_per_call_cost_of_small_ones():
+    """A verifier with a large cost per call looks slow per row on the 4-row screening calls; its
+    rate per row is taken on calls of at least 256 rows once there are some (runner: pass_rows)."""
+    from specproof.harness.check.calls import VerifierCaller
+    from specproof.harness.check.scenarios import default_suite
+
+    real = default_suite()[0].realise("float32", "cpu")
+    call = VerifierCaller(get("canonical-ratio-race").fn, torch.device("cpu"), None, False)
+    gen = torch.Generator().manual_seed(0)
+    assert call.seconds_per_row() == 0.0
+    call(real, real.sample_drafts(4, gen), 1)
+    assert call.seconds_per_row() == pytest.approx(call.seconds / 4)
+    small = call.seconds
+    call(real, real.sample_drafts(512, gen), 2)
+    assert call.scale_rows == 512 and call.seconds_per_row() == pytest.approx((call.seconds - small) / 512)
+
+
 def test_fail_fast_runs_the_reproducibility_pair_after_the_streams_first_rows():
     """The reproducibility pair is part of the interlude (runner docstring: Order): a global-RNG
     verifier whose law is exact is flagged by it once the streams have drawn the interlude's rows, the
@@ -369,5 +404,7 @@ def test_a_shard_that_fails_for_good_still_leaves_the_certain_injection_finding(
 
     rare = check_verifier(get("le-ratio-invcdf").fn, samples=1_024, engine=FailingEngine(), progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and rare.inconclusive
+    assert rare.rows_at_first_flag == 0 and rare.verifier_rows_at_first_flag > 0  # the interlude's rows alone
+    assert "First finding after 0 rows" in rare.summary()
     exact = check_verifier(get("canonical-ratio-race").fn, samples=1_024, engine=FailingEngine(), progress=False)
     assert exact.verdict == Verdict.INCONCLUSIVE and exact.injection is not None and not exact.injection_findings
