@@ -324,9 +324,9 @@ def _summary(records: dict[str, Any], seeds: tuple[int, ...], shared: tuple[int,
     limit["allocation"] = _ratio_stats([r["methods"][SPECPROOF]["median_test_rows"] / r["event_limit"]["rows"]
                                         for r in split.values()])
     limit["split_members"] = sorted(split)
-    chi_test = [r["methods"][CHI_SQUARE]["median_rows"] / _median_over(r["methods"][SPECPROOF], shared, "test_rows")
-                for r in records.values() if r["methods"][CHI_SQUARE]["caught"]
-                and math.isfinite(_median_over(r["methods"][SPECPROOF], shared, "test_rows"))]
+    shared_test = {n: _median_over(r["methods"][SPECPROOF], shared, "test_rows") for n, r in records.items()}
+    chi_test = [r["methods"][CHI_SQUARE]["median_rows"] / shared_test[n] for n, r in records.items()
+                if r["methods"][CHI_SQUARE]["caught"] and math.isfinite(shared_test[n])]
     enough = n_seeds >= GOAL_SEEDS
     goals = {
         "all_caught": {"statement": "every zoo member caught by specproof's black-box check (statistics or "

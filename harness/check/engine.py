@@ -394,7 +394,7 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
 
     def interlude_found(force: bool) -> bool:
         nonlocal pending, first_flag, paused, before_flag
-        due = pending[0]() if pending is not None and callable(pending[0]) else pending and pending[0]
+        due = pending and (pending[0]() if callable(pending[0]) else pending[0])  # rows, or what a callable says
         if pending is None or (drawn < due and not force):
             return False
         run, pending = pending[1], None

@@ -24,7 +24,8 @@ from typing import Any
 from specproof.proofs.engine.vocabulary import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
 
-__all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT"]
+__all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT",
+           "interlude_note"]
 
 # defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
 DEFAULT_SAMPLES = 200_000  # rows per scenario
@@ -111,6 +112,21 @@ class ScenarioReport:
         out = dict(self.__dict__)
         out["findings"] = [f.as_json() for f in self.findings]
         return out
+
+
+def interlude_note(note: str | None, ran: bool, injected: bool, injection_ran: bool, stop_reason: str) -> str | None:
+    """The injection line of a check whose reproducibility pair and injection run as the engine's
+    interlude: ``note`` (the injection's own text, or why it cannot run here) or, when the interlude or
+    the injection did not run, why.  ``injected``: the injection was to run on this device."""
+    if not ran:
+        why = ("the statistics flagged the verifier first (fail-fast)" if stop_reason == "fail-fast"
+               else f"the run ended before it ({stop_reason})")
+        if note is not None:
+            return f"{note}; reproducibility check not run: {why}"
+        return f"{'RNG edge injection and reproducibility check' if injected else 'Reproducibility check'} not run: {why}"
+    if injected and not injection_ran:
+        return "RNG edge injection not run: the reproducibility check flagged the verifier first (fail-fast)"
+    return note
 
 
 @dataclass

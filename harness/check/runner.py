@@ -39,8 +39,8 @@ finding comes after the same rows (``rows_at_first_flag``; ``verifier_rows_at_fi
 interlude's rows, whole, when it came first).  Exceptions: a verifier slower than about 0.68 ms per row
 gets passes sized from its calls so far (so that the interlude takes about ``INJECTION_SECONDS``, a
 tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a pass, so a verifier slower
-than about 5 ms a row takes longer), and
-a ``time_budget`` sets quotas from the clock, so two runs may differ there.  The interlude's rows are
+than about 5 ms a row takes longer), and a ``time_budget`` sets quotas from the clock, so two runs may
+differ there.  The interlude's rows are
 its own and its findings certain, so the order changes no false-alarm bound; it also runs when a Ray
 shard fails for good.
 
@@ -66,7 +66,7 @@ from specproof.harness.check.events import EventFamily, build_families, impossib
 from specproof.harness.check.ray_engine import ShardFailure
 from specproof.harness.check.injection import inject_check
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult,
-                                            Finding, ScenarioReport, Verdict)
+                                            Finding, ScenarioReport, Verdict, interlude_note)
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
 from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.exact.tolerances import check_tolerance
@@ -197,13 +197,7 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         if engine is not None:
             engine.release()  # pieces submitted ahead and never read
     extra = list(reproducibility) + (_injection_findings(injection) if injection is not None else [])
-    if not ran:
-        why = ("the statistics flagged the verifier first (fail-fast)" if run.stop_reason == "fail-fast"
-               else f"the run ended before it ({run.stop_reason})")
-        skipped = f"{'RNG edge injection and reproducibility check' if inject_here else 'Reproducibility check'} not run: {why}"
-        injection_note = skipped if injection_note is None else f"{injection_note}; reproducibility check not run: {why}"
-    elif injection is None and inject_here:
-        injection_note = "RNG edge injection not run: the reproducibility check flagged the verifier first (fail-fast)"
+    injection_note = interlude_note(injection_note, ran, inject_here, injection is not None, run.stop_reason)
     total = time.perf_counter() - start
     first = run.rows_at_first_flag
     called = None if first is None else first + (interlude_rows if run.interlude_before_first_flag else 0)

@@ -41,7 +41,8 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.check.calls import ContractViolation, VerifierError, check_run_arguments, resolve_device
 from specproof.harness.check.engine import LEVELS, run_streams, verdict_for
 from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
-from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT, CheckResult, Finding)
+from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT, CheckResult, Finding,
+                                            interlude_note)
 from specproof.harness.check.tree_contract import off_tree_rows
 from specproof.harness.check.tree_scenarios import TreeRealisation, TreeScenario, default_tree_suite
 from specproof.harness.check.tree_streams import TreeCaller, TreeStream, impossible_counts, tree_families
@@ -194,14 +195,7 @@ def check_tree(verify: Callable[..., Any], *, dtype: Any = "float32", device: st
     run = run_streams(streams, alpha=alpha, rows=samples, level=level, max_detectable_tv=max_detectable_tv,
                       time_budget=time_budget, fail_fast=fail_fast, progress=progress, interlude=(cost, run_interlude))
     reports, rows_first, reason = run.reports, run.rows_at_first_flag, run.stop_reason
-    if not ran:
-        skipped = "RNG edge injection and reproducibility check" if inject_here else "Reproducibility check"
-        why = ("the statistics flagged the verifier first (fail-fast)" if reason == "fail-fast"
-               else f"the run ended before it ({reason})")
-        injection_text = (f"{skipped} not run: {why}" if injection_text is None
-                          else f"{injection_text}; reproducibility check not run: {why}")
-    elif injection is None and inject_here:
-        injection_text = "RNG edge injection not run: the reproducibility check flagged the verifier first (fail-fast)"
+    injection_text = interlude_note(injection_text, ran, inject_here, injection is not None, reason)
     certain = extra + injection_findings
     called = None if rows_first is None else rows_first + (interlude_rows if run.interlude_before_first_flag else 0)
     verdict = verdict_for(reports, certain, max_detectable_tv)  # FAIL before reading reports when certain
