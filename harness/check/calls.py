@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from specproof.harness.check.scenarios import Realisation
 
 __all__ = ["ContractViolation", "VerifierError", "VerifierCaller", "call_verifier", "validate_output", "check_timeout",
-           "resolve_device"]
+           "resolve_device", "Deadline", "REPRODUCIBILITY_MIN_ROWS"]
+
+REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on when a time budget shrinks it
 
 GRACE_SECONDS = 5.0
 
@@ -203,3 +205,36 @@ class VerifierCaller:
             self.scale_seconds += took
             self.scale_rows += drafts.shape[0]
         return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)
+
+
+class Deadline:
+    """The time a check's interlude (reproducibility pair, RNG edge injection) must end by under a
+    ``time_budget``: a pass of ``n`` rows runs only if ``now + n x seconds_per_row() <= at`` (the rate
+    measured on the verifier's calls so far, :meth:`VerifierCaller.seconds_per_row`); a pass that does
+    not fit is skipped and reported, so the interlude ends within its share (past it by at most the
+    rerun a finding needs to show that it reproduces)."""
+
+    def __init__(self, seconds: float, seconds_per_row: Callable[[], float]):
+        self.seconds = seconds
+        self.at = time.perf_counter() + seconds
+        self.seconds_per_row = seconds_per_row
+
+    def fits(self, rows: int) -> bool:
+        return time.perf_counter() + rows * self.seconds_per_row() <= self.at
+
+    def pair_rows(self, rows: int, seconds: float) -> int:
+        """Rows per run of a reproducibility pair of up to ``rows`` given ``seconds`` of the interlude:
+        fewer so that both runs fit (at least ``REPRODUCIBILITY_MIN_ROWS``), 0 (not run) when that
+        many would not fit before the deadline."""
+        per_row = self.seconds_per_row()
+        if per_row <= 0:
+            return rows
+        fit = int((self.at - time.perf_counter()) / (2 * per_row))
+        return min(rows, fit, max(REPRODUCIBILITY_MIN_ROWS, int(seconds / (2 * per_row)))) \
+            if fit >= REPRODUCIBILITY_MIN_ROWS else 0
+
+    def pair_skipped(self) -> str:
+        """Why no reproducibility pair ran (:meth:`pair_rows` gave 0)."""
+        return (f"Reproducibility check not run: two runs of {REPRODUCIBILITY_MIN_ROWS} rows do not fit in the "
+                f"interlude's share of the time budget ({self.seconds:.3g} s) at this verifier's speed; a "
+                "larger --time-budget runs it")

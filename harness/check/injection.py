@@ -47,8 +47,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.events import impossible_rows
-from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_timeout,
-                                           resolve_device)
+from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierCaller, VerifierError,
+                                           check_timeout, resolve_device)
 from specproof.harness.check.result import DEFAULT_TIMEOUT
 from specproof.harness.exact.dtypes import DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string
@@ -238,7 +238,8 @@ class InjectionFinding:
 
 @dataclass(frozen=True)
 class InjectionResult:
-    """``verdict``: ``"flagged"``, ``"not-flagged"`` or ``"no-interceptable-randomness"``."""
+    """``verdict``: ``"flagged"``, ``"not-flagged"``, ``"incomplete"`` (not flagged, but passes were
+    skipped to end by a time budget's deadline: ``not_run``) or ``"no-interceptable-randomness"``."""
 
     verdict: str
     dtype: str
@@ -252,6 +253,7 @@ class InjectionResult:
     passes: int
     edges_tried: tuple[EdgeValue, ...] = field(repr=False)
     verifier_rows: int = 0  # every row the verifier was called with (passes, and the reruns a finding needs)
+    not_run: tuple[str, ...] = ()  # passes skipped: they did not fit before the deadline
 
     @property
     def flagged(self) -> bool:
@@ -275,15 +277,19 @@ class InjectionResult:
                          "exponential_ on CPU); its rare-draw behaviour was NOT tested")
         lines += [f"  draw: {d}" for d in self.draw_summary()]
         lines += [f"  FINDING {f.describe()}" for f in self.findings[:10]]
-        if self.verdict == "not-flagged":
+        if self.verdict in ("not-flagged", "incomplete") and self.edges_tried:
             lines.append(f"  no injected edge ({len(self.edges_tried)} values) made it emit a probability-0 "
                          "token or break the contract")
+        if self.not_run:
+            lines.append(f"  {len(self.not_run)} passes NOT run (they did not fit in the injection's share of the "
+                         f"time budget; a larger --time-budget runs them): {'; '.join(self.not_run)}")
         return "\n".join(lines)
 
     def as_json(self) -> dict[str, Any]:
         return {"kind": "rng-injection", "verdict": self.verdict, "dtype": self.dtype, "device": self.device,
                 "seed": self.seed, "rows": self.rows, "fraction": fraction_string(self.fraction),
                 "scenarios": list(self.scenarios), "passes": self.passes, "verifier_rows": self.verifier_rows,
+                "not_run": list(self.not_run),
                 "draws": self.draw_summary(),
                 "findings": [f.as_json() for f in self.findings],
                 "edges_tried": [e.as_json() for e in self.edges_tried]}
@@ -344,7 +350,8 @@ _PROBLEMS = ("emitted a token of target probability 0 at its prefix",
 
 
 def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fraction: Fraction, seed: int,
-                       records: list[DrawRecord]) -> tuple[list[InjectionFinding], int, list[EdgeValue]]:
+                       records: list[DrawRecord], deadline: Deadline | None,
+                       not_run: list[str]) -> tuple[list[InjectionFinding], int, list[EdgeValue]]:
     name, rows = run.real.scenario.name, run.drafts.shape[0]
     findings: list[InjectionFinding] = []
     unaided = _counts(base, run.drafts, run.real)
@@ -355,9 +362,12 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
                                              bool((run(EdgeInjection()) == base).all()),
                                              _describe_row(run, base, base, first)))
     passes, tried = 0, []
-    seen = sorted({r.kind for r in records if r.kind in kinds})
+    seen = [k for k in INJECTABLE_KINDS if k in kinds and any(r.kind == k for r in records)]  # uniform first
     for kind in seen:
         for label in _LABELS[kind]:
+            if deadline is not None and not deadline.fits(rows):
+                not_run.append(f"{name}: {kind} edge '{label}'")
+                continue
             passes += 1
 
             def injected() -> tuple[EdgeInjection, torch.Tensor | str]:
@@ -395,7 +405,8 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
 def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: str = "cpu", seed: int = 0,
                  rows: int = DEFAULT_ROWS, fraction: Any = DEFAULT_FRACTION,
                  scenarios: list[Scenario] | None = None, kinds: tuple[str, ...] = DRAW_KINDS,
-                 timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False) -> InjectionResult:
+                 timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False,
+                 deadline: Deadline | None = None) -> InjectionResult:
     """Run a batched-contract ``verify`` under edge injection on scenarios with target zeros.
 
     Per scenario: one baseline pass (records the draws), then per injectable kind seen and per edge
@@ -404,7 +415,9 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
     not in the baseline are credited to the edge; a problem the baseline shows is reported unaided.
     ``scenarios`` default :func:`zero_target_scenarios`; ``rows`` per scenario.  A contract violation
     or exception in the baseline pass is a usage error (raised); under injection it is a finding.
-    ``fail_fast``: stop after the first scenario with a finding (``scenarios`` then lists those run)."""
+    ``fail_fast``: stop after the first scenario with a finding (``scenarios`` then lists those run).
+    ``deadline`` (:class:`.calls.Deadline`): a pass that would end past it is skipped and listed in
+    ``not_run`` (verdict ``"incomplete"`` when nothing was found)."""
     name = dtype_name(dtype)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
@@ -422,8 +435,11 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
     if not suite:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario with target zeros")
     call = VerifierCaller(verify, torch_device, timeout, False)
-    findings, records, tried, passes = [], [], [], 0
+    findings, records, tried, passes, not_run = [], [], [], 0, []
     for index, scenario in enumerate(suite):
+        if deadline is not None and not deadline.fits(rows):
+            not_run.append(f"{scenario.name}: its baseline and edge passes")
+            continue
         real = scenario.realise(name, str(torch_device))
         call_seed = (seed * 1_000_003 + index) % (2**63)
         drafts = real.sample_drafts(rows, torch.Generator().manual_seed(call_seed))
@@ -431,7 +447,7 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
         baseline = EdgeInjection()
         base = run(baseline)
         records += baseline.records
-        more, n, edges = _scenario_findings(run, base, kinds, frac, call_seed, baseline.records)
+        more, n, edges = _scenario_findings(run, base, kinds, frac, call_seed, baseline.records, deadline, not_run)
         findings += more
         passes += n + 1
         tried += [e for e in edges if e not in tried]
@@ -440,10 +456,12 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
             break
     if findings:
         verdict = "flagged"
+    elif not_run:
+        verdict = "incomplete"
     elif not any(r.kind in kinds for r in records):
         verdict = "no-interceptable-randomness"
     else:
         verdict = "not-flagged"
     return InjectionResult(verdict, name, str(torch_device), seed, rows, frac, tuple(s.name for s in suite),
-                           tuple(records), tuple(findings), passes, tuple(tried), call.rows)
+                           tuple(records), tuple(findings), passes, tuple(tried), call.rows, tuple(not_run))
 

@@ -12,6 +12,12 @@ processed target gives probability 0 is a certain finding.  Two more checks, als
   processed-away tokens, those tagged ``inject`` first: one pass per injectable draw kind seen and edge value, ``fraction`` of the entries overwritten; an
   impossible row that the baseline pass (same seeds) did not show is a finding, with its edge.
 
+Order: the reproducibility pair, the statistics, then the injection.  A ``time_budget`` covers the
+whole check: the preparation (exact laws, models) and the pair are spent first, the injection keeps a
+tenth of the budget (at most ``INJECTION_SECONDS``) and the statistics get the rest; an injection
+pass that would end past that share (:class:`.calls.Deadline`, at the pipeline's speed so far) is
+skipped and listed in the summary as NOT run.
+
 Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
@@ -27,9 +33,11 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.calls import ContractViolation, VerifierError, check_run_arguments, resolve_device
+from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierError, check_run_arguments,
+                                           resolve_device)
 from specproof.harness.check.engine import RowBatch, run_streams, verdict_for
 from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
+from specproof.harness.check.runner import INJECTION_SECONDS
 from specproof.harness.check.pipeline_contract import call_generate, check_generate_signature
 from specproof.harness.check.pipeline_laws import (PipelineLaw, pipeline_families, pipeline_tolerance,
                                                    sequence_codes_of)
@@ -73,7 +81,7 @@ class GenerateStream:
         self.impossible_labels = [IMPOSSIBLE]
         self.seed = (seed * 1_000_003 + index * 7_919) % (2**63)
         self.calls = 0
-        self.seconds = 0.0
+        self.seconds, self.rows = 0.0, 0  # in generate, over every call (statistics, pair, injection)
 
     def run(self, rows: int, seed: int) -> np.ndarray:
         """``generate`` on ``rows`` rows with a generator seeded ``seed``: the ``[rows, N]`` tokens."""
@@ -83,7 +91,12 @@ class GenerateStream:
                                      self.scenario.sampling, generator, timeout=self.timeout,
                                      scenario=self.name, hard_exit=self.hard_exit)
         self.seconds += seconds
+        self.rows += rows
         return out.numpy()
+
+    def seconds_per_row(self) -> float:
+        """Seconds per row over the calls so far (0 before any)."""
+        return self.seconds / max(self.rows, 1)
 
     def impossible(self, tokens: np.ndarray) -> tuple[np.ndarray, int]:
         """Per row the first position of probability 0 (0: none), and the earliest over the rows."""
@@ -107,6 +120,25 @@ class GenerateStream:
         return RowBatch(rows, counts, {IMPOSSIBLE: bad} if bad else {}, {IMPOSSIBLE: earliest} if bad else {})
 
 
+class _PassClock:
+    """The rate a :class:`.calls.Deadline` reads for injection passes: seconds per row of the cheapest
+    injected pass so far (the first pays the dispatch mode's one-time warm-up, 1.6 s on table models),
+    else ten plain rows of ``stream`` (a pass under the mode costs about ten plain ones)."""
+
+    def __init__(self) -> None:
+        self.cheapest: float | None = None
+        self.stream: GenerateStream | None = None
+
+    def seconds_per_row(self) -> float:
+        if self.cheapest is not None:
+            return self.cheapest
+        return 10 * self.stream.seconds_per_row() if self.stream is not None else 0.0
+
+    def record(self, seconds: float) -> None:
+        per_row = seconds / INJECTION_ROWS
+        self.cheapest = per_row if self.cheapest is None else min(self.cheapest, per_row)
+
+
 def _reproducibility(stream: GenerateStream) -> list[Finding]:
     seed = stream.seed + 2**40
     first, second = stream.run(REPRODUCIBILITY_ROWS, seed), stream.run(REPRODUCIBILITY_ROWS, seed)
@@ -120,28 +152,39 @@ def _reproducibility(stream: GenerateStream) -> list[Finding]:
                     0.0, differ / REPRODUCIBILITY_ROWS, 0.0, math.inf, 0.0, REPRODUCIBILITY_ROWS)]
 
 
-def _under(stream: GenerateStream, mode: EdgeInjection, seed: int) -> np.ndarray | str:
+def _under(stream: GenerateStream, mode: EdgeInjection, seed: int, clock: _PassClock) -> np.ndarray | str:
     with torch.random.fork_rng(devices=[]):
         torch.random.default_generator.manual_seed(seed % (2**63))  # a global-RNG pipeline reproduces too
+        before = stream.seconds
         with mode:
             try:
                 return stream.run(INJECTION_ROWS, seed)
             except (ContractViolation, VerifierError) as error:
                 return str(error)
+            finally:
+                clock.record(stream.seconds - before)
 
 
-def _injection_findings(stream: GenerateStream, fraction: Fraction) -> list[Finding]:
-    """Edge injection on one stream (module docstring); certain findings only."""
+def _injection_findings(stream: GenerateStream, fraction: Fraction, clock: _PassClock, deadline: Deadline | None,
+                        not_run: list[str]) -> list[Finding]:
+    """Edge injection on one stream (module docstring); certain findings only.  A pass that would end
+    past ``deadline`` (at ``clock``'s rate) is skipped and appended to ``not_run``."""
     seed = stream.seed + 2**41
+    if deadline is not None and not deadline.fits(INJECTION_ROWS):
+        not_run.append(f"{stream.name}: its baseline and edge passes")
+        return []
     baseline = EdgeInjection()
-    base = _under(stream, baseline, seed)
+    base = _under(stream, baseline, seed, clock)
     if isinstance(base, str):
         raise VerifierError("generate", base, "make the pipeline run under torch's dispatch modes")
     base_bad = stream.impossible(base)[0] > 0
     findings = []
     for kind in sorted({r.kind for r in baseline.records if r.kind in DRAW_KINDS}):
         for label in EDGE_LABELS[kind]:
-            out = _under(stream, EdgeInjection(kind, label, fraction, seed), seed)
+            if deadline is not None and not deadline.fits(INJECTION_ROWS):
+                not_run.append(f"{stream.name}: {kind} edge '{label}'")
+                continue
+            out = _under(stream, EdgeInjection(kind, label, fraction, seed), seed, clock)
             what = f"when a {kind} draw is its edge value '{label}' ({fraction} of entries injected)"
             if isinstance(out, str):
                 findings.append(Finding(stream.name, "injection", f"broke the contract or raised {what}: {out}",
@@ -150,7 +193,7 @@ def _injection_findings(stream: GenerateStream, fraction: Fraction) -> list[Find
             first, pos = stream.impossible(out)
             new = (first > 0) & ~base_bad
             if new.any():
-                again = _under(stream, EdgeInjection(kind, label, fraction, seed), seed)
+                again = _under(stream, EdgeInjection(kind, label, fraction, seed), seed, clock)
                 repro = not isinstance(again, str) and bool((again == out).all())
                 row = int(np.flatnonzero(new)[0])
                 findings.append(Finding(
@@ -185,13 +228,21 @@ def check_generate(generate: Callable[..., Any], *, scenarios: list[PipelineScen
     streams = [GenerateStream(s, generate, name, torch_device, seed, i, timeout, hard_timeout)
                for i, s in enumerate(suite)]
     extra = _reproducibility(streams[0])
+    share = None if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget) if inject else 0.0
     run = run_streams(streams, alpha=alpha, rows=rows, level=level, max_detectable_tv=max_detectable_tv,
-                      time_budget=time_budget, fail_fast=fail_fast and not extra, progress=progress)
+                      # the budget covers the whole check (module docstring: Order)
+                      time_budget=None if time_budget is None else max(
+                          1e-3, time_budget - (time.perf_counter() - start) - share),
+                      fail_fast=fail_fast and not extra, progress=progress)
+    not_run: list[str] = []
     if inject and not (fail_fast and (extra or any(r.findings for r in run.reports))):
         chosen = sorted((i for i, s in enumerate(streams) if s.has_zeros),
                         key=lambda i: ("inject" not in streams[i].scenario.tags, i))[:INJECTION_SCENARIOS]
+        clock = _PassClock()
+        deadline = None if share is None else Deadline(share, clock.seconds_per_row)
         for i in chosen:
-            found = _injection_findings(streams[i], Fraction(injection_fraction))
+            clock.stream = streams[i]
+            found = _injection_findings(streams[i], Fraction(injection_fraction), clock, deadline, not_run)
             run.reports[i].findings.extend(found)
             run.reports[i].rejected_events += len(found)
     verdict = verdict_for(run.reports, extra, max_detectable_tv)
@@ -199,4 +250,9 @@ def check_generate(generate: Callable[..., Any], *, scenarios: list[PipelineScen
     return CheckResult(verdict=verdict, dtype=name, device=str(torch_device), seed=seed, alpha=alpha,
                        samples=rows or 0, rule=None, scenarios=run.reports, verifier_seconds=spent,
                        harness_seconds=time.perf_counter() - start - spent,
-                       max_detectable_tv=float(max_detectable_tv), reproducibility=extra)
+                       max_detectable_tv=float(max_detectable_tv), reproducibility=extra,
+                       injection_summary=None if not not_run else (
+                           f"RNG edge injection: {len(not_run)} passes NOT run (they did not fit in the injection's "
+                           f"share of the time budget, {share:.3g} s; a larger --time-budget runs them): "
+                           + "; ".join(not_run)),
+                       time_budget=time_budget, stop_reason=run.stop_reason)

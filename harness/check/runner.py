@@ -38,11 +38,14 @@ finding; until then a run with and without it draws the same rows at a fixed dep
 finding comes after the same rows (``rows_at_first_flag``; ``verifier_rows_at_first_flag`` adds the
 interlude's rows, whole, when it came first).  Exceptions: a verifier slower than about 0.68 ms per row
 gets passes sized from its calls so far (so that the interlude takes about ``INJECTION_SECONDS``, a
-tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a pass, so a verifier slower
-than about 5 ms a row takes longer), and a ``time_budget`` sets quotas from the clock, so two runs may
-differ there.  The interlude's rows are
-its own and its findings certain, so the order changes no false-alarm bound; it also runs when a Ray
-shard fails for good.
+tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a pass, so without a budget a
+verifier slower than about 5 ms a row takes longer), and a ``time_budget`` sets quotas from the clock,
+so two runs may differ there.  Under a ``time_budget`` the interlude also ends within its share
+(:class:`.calls.Deadline`): the pair shrinks to fit (to ``REPRODUCIBILITY_MIN_ROWS`` rows at least),
+and a pass that would end past the share is skipped and listed in the summary (the injection's
+verdict is then ``incomplete``), so the whole check ends near the budget (past it by at most a batch
+of the streams, or a finding's rerun).  The interlude's rows are its own and its findings certain, so
+the order changes no false-alarm bound; it also runs when a Ray shard fails for good.
 
 Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
@@ -59,8 +62,8 @@ import torch
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import StepRule, get_step_rule
 
-from specproof.harness.check.calls import (ContractViolation, VerifierCaller, VerifierError, check_run_arguments,
-                                           resolve_device)
+from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierCaller, VerifierError,
+                                           check_run_arguments, resolve_device)
 from specproof.harness.check.engine import LEVELS, EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.events import EventFamily, build_families, impossible_rows
 from specproof.harness.check.ray_engine import ShardFailure
@@ -168,16 +171,23 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         n = pass_rows()
         return 2 * min(repro_cap, n) + (n * INJECTION_PASSES if inject_here else 0)
 
-    ran = False  # whether the interlude ran (the engine calls it at most once)
+    ran, pair_note = False, None  # whether the interlude ran (the engine calls it at most once); a skipped pair
 
     def run_interlude() -> bool:
-        nonlocal injection, interlude_rows, ran
+        nonlocal injection, interlude_rows, ran, pair_note
         ran, before = True, call.rows
-        reproducibility.extend(_reproducibility(streams[0], call, min(repro_cap, pass_rows())))
+        # under a time budget the interlude ends within its share: what does not fit is skipped, and said
+        deadline = None if time_budget is None else Deadline(reserved, call.seconds_per_row)
+        pair = min(repro_cap, pass_rows()) if deadline is None else deadline.pair_rows(min(repro_cap, pass_rows()),
+                                                                               share * 2 / INTERLUDE_PASSES)
+        if pair:
+            reproducibility.extend(_reproducibility(streams[0], call, pair))
+        else:
+            pair_note = deadline.pair_skipped()
         interlude_rows = call.rows - before
         if inject_here and not (reproducibility and fail_fast):
             injection = inject_check(verify, dtype=dtype, device=str(torch_device), seed=seed, timeout=timeout,
-                                     rows=pass_rows(), fail_fast=fail_fast)
+                                     rows=pass_rows(), fail_fast=fail_fast, deadline=deadline)
             interlude_rows += injection.verifier_rows
         return bool(reproducibility) or bool(injection is not None and injection.findings)
 
@@ -211,7 +221,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
                        reproducibility=list(reproducibility), level=level if per_scenario is None else "samples",
                        stop_reason=run.stop_reason, rows_at_first_flag=first, verifier_rows_at_first_flag=called,
                        injection=None if injection is None else injection.as_json(),
-                       injection_summary=injection.summary() if injection is not None else injection_note,
+                       injection_summary="\n".join(filter(None, [injection.summary() if injection is not None
+                                                                  else injection_note, pair_note])) or None,
                        injection_findings=_injection_findings(injection) if injection is not None else [],
                        time_budget=time_budget, inconclusive=inconclusive)
 

@@ -17,8 +17,11 @@ The order is the batched check's (:mod:`.runner`, Order): the streams draw as ma
 cost (for a verifier drawing uniforms: 2 x 256 + 5 scenarios x 4 passes x 1,024 rows), then 3 and 4
 run as the engine's interlude, then the rest of the streams; ``fail_fast`` only stops at the first
 finding, so a bug the statistics see is flagged without paying for 3 and 4.  Their passes are fixed
-in size, so under a ``time_budget`` their seconds come on top of the budget (the streams' clock is
-paused while they run).
+in size; under a ``time_budget`` they get the batched check's share of it (a tenth, at most
+``INJECTION_SECONDS``), the streams the rest: the pair and the injection's passes shrink to fit it
+(to ``REPRODUCIBILITY_MIN_ROWS`` and ``INJECTION_MIN_ROWS`` rows at least, at the verifier's speed
+on the calls so far), and a pass that still does not fit by the interlude's :class:`.calls.Deadline`
+is skipped and listed.
 
 The verdict is the engine's (:func:`.engine.verdict_for`): FAIL on any finding, UNDERPOWERED when a
 scenario cannot see ``max_detectable_tv``, else PASS.
@@ -38,9 +41,11 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.calls import ContractViolation, VerifierError, check_run_arguments, resolve_device
+from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierError, check_run_arguments,
+                                           resolve_device)
 from specproof.harness.check.engine import LEVELS, run_streams, verdict_for
 from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
+from specproof.harness.check.runner import INJECTION_MIN_ROWS, INJECTION_SECONDS
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT, CheckResult, Finding,
                                             interlude_note)
 from specproof.harness.check.tree_contract import off_tree_rows
@@ -72,8 +77,8 @@ def _bad_rows(real: TreeRealisation, batch: Any, emitted: torch.Tensor) -> np.nd
     return (real.zero_positions(emitted) > 0) | (off_tree_rows(emitted, real.tree.parents, batch.node_tokens) > 0)
 
 
-def _reproducibility(real: TreeRealisation, caller: TreeCaller, seed: int) -> list[Finding]:
-    batch = real.sample(TREE_REPRODUCIBILITY_ROWS, torch.Generator().manual_seed(seed % (2**63)))
+def _reproducibility(real: TreeRealisation, caller: TreeCaller, seed: int, rows: int) -> list[Finding]:
+    batch = real.sample(rows, torch.Generator().manual_seed(seed % (2**63)))
     call_seed = seed * 7_919 + 2**40
     first, second = caller(real, batch, call_seed), caller(real, batch, call_seed)
     differ = int((first != second).any(dim=1).sum())
@@ -88,15 +93,20 @@ def _reproducibility(real: TreeRealisation, caller: TreeCaller, seed: int) -> li
 
 def tree_injection(reals: list[TreeRealisation], caller: TreeCaller, seed: int, *,
                    rows: int = TREE_INJECTION_ROWS, fraction: Fraction = DEFAULT_FRACTION,
-                   kinds: tuple[str, ...] = DRAW_KINDS) -> tuple[list[Finding], dict[str, Any]]:
+                   kinds: tuple[str, ...] = DRAW_KINDS,
+                   deadline: Deadline | None = None) -> tuple[list[Finding], dict[str, Any]]:
     """Per scenario: a baseline pass recording the verifier's draws, then one pass per injectable kind
     seen and edge label writing that edge into ``fraction`` of the entries.  Rows failing (probability-0
     token, off-tree path) under injection and not in the baseline, or an exception under injection,
-    are certain findings; each failing pass is run again to state whether it reproduces."""
+    are certain findings; each failing pass is run again to state whether it reproduces.  A pass that
+    would end past ``deadline`` is skipped and listed under ``not_run``."""
     findings: list[Finding] = []
     seen: set[str] = set()
-    passes = 0
+    passes, not_run = 0, []
     for index, real in enumerate(reals):
+        if deadline is not None and not deadline.fits(rows):
+            not_run.append(f"{real.scenario.name}: its baseline and edge passes")
+            continue
         call_seed = (seed * 1_000_003 + index) % (2**63)
         batch = real.sample(rows, torch.Generator().manual_seed(call_seed))
 
@@ -109,10 +119,13 @@ def tree_injection(reals: list[TreeRealisation], caller: TreeCaller, seed: int, 
         baseline = EdgeInjection()
         base_bad = _bad_rows(real, batch, run(baseline))
         passes += 1
-        drawn = sorted({r.kind for r in baseline.records if r.kind in kinds})
+        drawn = [k for k in DRAW_KINDS if k in kinds and any(r.kind == k for r in baseline.records)]
         seen.update(drawn)
         for kind in drawn:
             for label in EDGE_LABELS[kind]:
+                if deadline is not None and not deadline.fits(rows):
+                    not_run.append(f"{real.scenario.name}: {kind} edge '{label}'")
+                    continue
                 passes += 1
                 where = f"under the injected {kind} edge '{label}' ({fraction} of the draws)"
                 try:
@@ -135,11 +148,18 @@ def tree_injection(reals: list[TreeRealisation], caller: TreeCaller, seed: int, 
                     f"{out[row].tolist()}; the pass {repro}", 0.0, float(new.sum()) / rows, 0.0, math.inf, 0.0,
                     rows, position=min(first.values()) if first else None))
     summary = {"scenarios": [r.scenario.name for r in reals], "rows": rows, "fraction": str(fraction),
-               "passes": passes, "kinds_seen": sorted(seen), "findings": len(findings)}
+               "passes": passes, "kinds_seen": sorted(seen), "findings": len(findings), "not_run": not_run}
     return findings, summary
 
 
 def _injection_text(summary: dict[str, Any]) -> str:
+    skipped = summary["not_run"]
+    if skipped:
+        state = f"{summary['findings']} findings" if summary["findings"] else "not flagged, incomplete"
+        seen = f"{', '.join(summary['kinds_seen'])} draws seen" if summary["kinds_seen"] else "no draw recorded yet"
+        return (f"RNG edge injection: {summary['passes']} passes run ({seen}, {summary['rows']} rows each): "
+                f"{state}; {len(skipped)} passes NOT run (they did not fit in the injection's share of the time "
+                f"budget; a larger --time-budget runs them): {'; '.join(skipped)}")
     if not summary["kinds_seen"]:
         return ("RNG edge injection: no injectable draw seen (the verifier draws nothing through torch.rand / "
                 "exponential_ on the CPU); not flagged")
@@ -177,23 +197,37 @@ def check_tree(verify: Callable[..., Any], *, dtype: Any = "float32", device: st
     if inject and not inject_here:
         injection_text = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {torch_device.type}"
     # the interlude's rows for a verifier drawing uniforms (a baseline pass and one pass per edge, per scenario)
-    cost = 2 * TREE_REPRODUCIBILITY_ROWS + (len(reals) * (1 + len(EDGE_LABELS["uniform"])) * TREE_INJECTION_ROWS
-                                            if inject_here else 0)
+    passes = len(reals) * (1 + len(EDGE_LABELS["uniform"])) if inject_here else 0
+    share = None if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
+    pair_note = None
+    cost = 2 * TREE_REPRODUCIBILITY_ROWS + passes * TREE_INJECTION_ROWS
 
     def run_interlude() -> bool:
         """The reproducibility pair, then the injection (module docstring: the order)."""
-        nonlocal injection, injection_text, injection_findings, ran, interlude_rows
+        nonlocal injection, injection_text, injection_findings, ran, interlude_rows, pair_note
         ran, before = True, caller.rows
-        extra.extend(_reproducibility(reals[0], caller, seed))
+        deadline = None if share is None else Deadline(share, caller.seconds_per_row)
+        pair = TREE_REPRODUCIBILITY_ROWS if deadline is None else deadline.pair_rows(
+            TREE_REPRODUCIBILITY_ROWS, share * 2 / (passes + 2))
+        if pair:
+            extra.extend(_reproducibility(reals[0], caller, seed, pair))
+        else:
+            pair_note = deadline.pair_skipped()
         if inject_here and not (extra and fail_fast):
-            injection_findings, injection = tree_injection(reals, caller, seed)
+            # under a time budget each pass shrinks (to INJECTION_MIN_ROWS at least) so that all fit the share
+            rows = TREE_INJECTION_ROWS if deadline is None else int(min(TREE_INJECTION_ROWS, max(
+                INJECTION_MIN_ROWS, share / ((passes + 2) * max(caller.seconds_per_row(), 1e-9)))))
+            injection_findings, injection = tree_injection(reals, caller, seed, rows=rows, deadline=deadline)
             injection_text = _injection_text(injection)
         interlude_rows = caller.rows - before
         return bool(extra or injection_findings)
 
     streams = [TreeStream(real, caller, seed, index, families) for index, (real, families) in enumerate(prepared)]
     run = run_streams(streams, alpha=alpha, rows=samples, level=level, max_detectable_tv=max_detectable_tv,
-                      time_budget=time_budget, fail_fast=fail_fast, progress=progress, interlude=(cost, run_interlude))
+                      # the budget covers the whole check: the preparation is spent, the interlude's share kept
+                      time_budget=None if time_budget is None else max(
+                          1e-3, time_budget - (time.perf_counter() - start) - share),
+                      fail_fast=fail_fast, progress=progress, interlude=(cost, run_interlude))
     reports, rows_first, reason = run.reports, run.rows_at_first_flag, run.stop_reason
     injection_text = interlude_note(injection_text, ran, inject_here, injection is not None, reason)
     certain = extra + injection_findings
@@ -205,5 +239,6 @@ def check_tree(verify: Callable[..., Any], *, dtype: Any = "float32", device: st
                        harness_seconds=total - caller.seconds, max_detectable_tv=float(max_detectable_tv),
                        reproducibility=extra, level=level if samples is None else "samples", stop_reason=reason,
                        rows_at_first_flag=rows_first, verifier_rows_at_first_flag=called,
-                       injection=injection, injection_summary=injection_text,
+                       injection=injection,
+                       injection_summary="\n".join(filter(None, [injection_text, pair_note])) or None,
                        injection_findings=injection_findings, time_budget=time_budget)

@@ -139,6 +139,10 @@ class TreeCaller:
         self.rows += batch.rows
         return validate_tree_output(out, batch.rows, real.depth, real.vocab, real.scenario.name)
 
+    def seconds_per_row(self) -> float:
+        """Seconds per row over the calls so far (0 before any)."""
+        return self.seconds / max(self.rows, 1)
+
 
 def impossible_counts(real: TreeRealisation, batch: TreeBatch, emitted: torch.Tensor) -> tuple[dict, dict]:
     """``({label: rows}, {label: earliest 1-based position})`` of the two impossible outcomes."""

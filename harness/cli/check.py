@@ -28,7 +28,9 @@ after all the statistics):
 Levels: the default gives each scenario the rows its hardest event needs to see a deviation of
 total variation 0.9 x --max-detectable-tv (0.02 by default); about 0.9M rows, 12 s for
 specproof.impls:canonical_ratio_race on an idle 2-core machine.  --thorough aims at a quarter of it (at least 200,000 rows per
-scenario; for nightly runs).  --time-budget S spends S seconds instead and says what they could see.
+scenario; for nightly runs).  --time-budget S spends S seconds instead, the whole check included, and
+says what they could see; a tenth of it (at most 8 s) goes to the reproducibility pair and the
+injection, whose passes shrink to fit it: those that do not fit are listed as NOT run.
 --samples N fixes the rows per scenario.
 
 Exit codes:
@@ -122,7 +124,8 @@ def add_parser(subparsers: Any) -> None:
     depth.add_argument("--thorough", action="store_true",
                        help="aim at a quarter of --max-detectable-tv, >= 200,000 rows per scenario (nightly)")
     depth.add_argument("--time-budget", type=float, metavar="SECONDS",
-                       help="spend this many seconds; the verdict states the TV they could see")
+                       help="spend this many seconds in all; the verdict states the TV they could see, and "
+                            "the injection passes it had no time for are listed as NOT run")
     depth.add_argument("--samples", type=int, help="fixed verifier rows per scenario")
     parser.add_argument("--fail-fast", action="store_true",
                         help="stop at the first finding (the run draws the same rows as without it until then)")

@@ -219,6 +219,43 @@ def test_a_time_budget_that_runs_out_before_the_interlude_still_runs_it():
     assert [f.family for f in result.reproducibility] == ["reproducibility"] and result.injection is not None
 
 
+def test_a_deadline_fits_passes_at_the_measured_rate_and_shrinks_the_reproducibility_pair():
+    from specproof.harness.check.calls import REPRODUCIBILITY_MIN_ROWS, Deadline
+
+    rate = [0.01]
+    deadline = Deadline(1.0, lambda: rate[0])
+    assert deadline.fits(50) and not deadline.fits(200)
+    assert deadline.pair_rows(256, 0.2) == 10  # both runs in the pair's 0.2 s
+    assert deadline.pair_rows(4, 0.2) == 4
+    assert deadline.pair_rows(256, 0.01) == REPRODUCIBILITY_MIN_ROWS  # its floor, while it fits the deadline
+    rate[0] = 0.1
+    assert deadline.pair_rows(256, 0.2) == 0 and "Reproducibility check not run" in deadline.pair_skipped()
+    rate[0] = 0.0  # nothing timed yet: everything fits
+    assert deadline.fits(10**9) and deadline.pair_rows(256, 0.0) == 256
+
+
+@pytest.mark.parametrize("seconds_per_row, budget, pair_ran", [(0.02, 10.0, True), (0.1, 5.0, False)])
+def test_a_time_budget_bounds_the_interlude_of_a_slow_verifier_and_lists_what_it_skipped(seconds_per_row, budget,
+                                                                                         pair_ran):
+    """At 0.02 s a row the injection's 21 passes of at least 64 rows would take 27 s; under a 10 s
+    budget the interlude gets 1 s (a tenth), so passes are skipped and listed, and the check ends near
+    the budget (the slack allows a batch of the streams and a loaded machine).  At 0.1 s a row not even
+    the pair's two runs of 8 rows fit its share of a 5 s budget: it is skipped, and said."""
+    import time
+
+    from specproof.harness.bench.check_goals import SlowedVerifier
+
+    start = time.perf_counter()
+    result = check_verifier(SlowedVerifier(get("canonical-ratio-race").fn, seconds_per_row), time_budget=budget,
+                            progress=False)
+    took = time.perf_counter() - start
+    assert result.verdict is not Verdict.FAIL and took <= 1.5 * budget + 2, (took, result.injection_summary)
+    assert result.injection["verdict"] == "incomplete" and result.injection["not_run"]
+    assert "passes NOT run" in result.injection_summary
+    assert bool(result.reproducibility) is False
+    assert ("Reproducibility check not run" in result.injection_summary) is not pair_ran
+
+
 def test_the_interlude_is_sized_from_calls_at_scale_not_from_the_per_call_cost_of_small_ones():
     """A verifier with a large cost per call looks slow per row on the 4-row screening calls; its
     rate per row is taken on calls of at least 256 rows once there are some (runner: pass_rows)."""

@@ -76,6 +76,31 @@ def test_injection_finds_the_accept_le_bug_the_statistics_cannot_see():
                                                                       inject=True).findings]
 
 
+def test_a_time_budget_bounds_the_injection_and_lists_the_passes_it_did_not_run():
+    """At 0.5 ms a row a 256-row pass under the dispatch mode is predicted at about ten plain ones
+    (1.3 s); the injection's share of a 4 s budget is a tenth (0.4 s), so no pass fits: both streams'
+    passes are listed as NOT run, and the check ends near the budget (slack: one engine batch)."""
+    import time
+
+    def slowed(target, draft, prompt_ids, max_new_tokens, sampling, generator):
+        start = time.perf_counter()
+        out = canonical_generate(target, draft, prompt_ids, max_new_tokens, sampling, generator)
+        rest = int(prompt_ids.shape[0]) * 5e-4 - (time.perf_counter() - start)
+        if rest > 0:
+            time.sleep(rest)
+        return out
+
+    begin = time.perf_counter()
+    result = check_generate(slowed, scenarios=[SUITE["top-k2-offsupport"], SUITE["combo"]], time_budget=4,
+                            progress=False)
+    took = time.perf_counter() - begin
+    assert result.verdict is not Verdict.FAIL and took <= 1.5 * 4 + 2, (took, result.injection_summary)
+    assert "2 passes NOT run" in result.injection_summary
+    assert "top-k2-offsupport: its baseline and edge passes" in result.injection_summary
+    assert "combo: its baseline and edge passes" in result.injection_summary
+    assert result.time_budget == 4 and not any(f.family == "injection" for f in result.findings)
+
+
 def test_stream_counts_rows_and_flags_impossible_ones():
     def first_token_removed(target, draft, prompt_ids, max_new_tokens, sampling, generator):
         out = canonical_generate(target, draft, prompt_ids, max_new_tokens, sampling, generator)

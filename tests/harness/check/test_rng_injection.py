@@ -297,6 +297,33 @@ def test_exact_never_flagged_on_random_zero_scenarios(vocab, k, seed, name):
     assert result.verdict == "not-flagged", result.summary()
 
 
+# -- under a deadline (a time budget's share) ---------------------------------------------------------
+
+def test_a_deadline_skips_the_passes_that_do_not_fit_lists_them_and_keeps_what_ran():
+    """The rate the deadline reads (here: free for the first two passes, then far too slow) decides
+    which passes run; the rest are listed, and a finding in those that ran still stands."""
+    from specproof.harness.check.calls import Deadline
+
+    def rate_after(free):
+        asked = []
+
+        def seconds_per_row():
+            asked.append(1)
+            return 0.0 if len(asked) <= free else 1e9
+        return seconds_per_row
+
+    clean = inject_check(impls.get("canonical-ratio-invcdf").fn, rows=64, deadline=Deadline(60.0, rate_after(2)))
+    first = zero_target_scenarios()[0].name
+    assert clean.verdict == "incomplete" and not clean.flagged and clean.passes == 2
+    assert clean.not_run[:2] == (f"{first}: uniform edge 'smallest-positive'", f"{first}: uniform edge 'largest-below-1'")
+    assert all(n.endswith("its baseline and edge passes") for n in clean.not_run[2:]) and len(clean.not_run) > 2
+    assert "passes NOT run" in clean.summary() and clean.as_json()["not_run"] == list(clean.not_run)
+    buggy = inject_check(impls.get("le-ratio-invcdf").fn, rows=ROWS, deadline=Deadline(60.0, rate_after(2)))
+    assert buggy.verdict == "flagged" and {f.label for f in buggy.findings} == {"zero"} and buggy.not_run
+    whole = inject_check(impls.get("canonical-ratio-invcdf").fn, rows=64, deadline=Deadline(60.0, lambda: 0.0))
+    assert whole.verdict == "not-flagged" and not whole.not_run
+
+
 # -- no randomness and bad input ---------------------------------------------------------------------
 
 def test_no_interceptable_randomness_is_reported():

@@ -186,6 +186,26 @@ def test_injection_finds_the_tie_bug_the_statistics_cannot_see():
     assert not clean.injection_findings and "not flagged" in clean.injection_summary
 
 
+def test_a_time_budget_bounds_the_tree_interlude_shrinking_its_passes_and_listing_what_it_skipped():
+    """At 2 ms a row the 20 injection passes of 1,024 rows would take 41 s; under a 10 s budget the
+    interlude gets 1 s: its passes shrink to 64 rows, those that still do not fit are listed, and the
+    check ends near the budget (tree_runner docstring; slack for a batch and a loaded machine)."""
+    import time
+
+    def slowed(parents, d, t, nodes, g):
+        began = time.perf_counter()
+        out = tree_rrs(parents, d, t, nodes, g)
+        time.sleep(max(0.0, d.shape[0] * 2e-3 - (time.perf_counter() - began)))
+        return out
+
+    start = time.perf_counter()
+    result = check_tree(slowed, time_budget=10.0, progress=False)
+    took = time.perf_counter() - start
+    assert result.verdict is not Verdict.FAIL and took <= 17.0, (took, result.injection_summary)
+    assert result.injection["rows"] == 64 and result.injection["not_run"]
+    assert "passes NOT run" in result.injection_summary and not result.reproducibility
+
+
 def test_a_verifier_on_the_global_rng_is_not_reproducible():
     def global_rng(parents, d, t, nodes, g):
         return tree_rrs(parents, d, t, nodes, torch.Generator().manual_seed(int(torch.randint(0, 2**30, ()))))
