@@ -59,7 +59,7 @@ _LABELS = {**EDGE_LABELS, "multinomial": EDGE_LABELS["exponential"]}
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
 
 __all__ = ["EdgeInjection", "INJECTABLE_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
-           "zero_target_scenarios", "DEFAULT_FRACTION", "DEFAULT_ROWS"]
+           "zero_target_scenarios", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text"]
 
 DEFAULT_FRACTION = Fraction(1, 16)
 DEFAULT_ROWS = 2048
@@ -281,8 +281,7 @@ class InjectionResult:
             lines.append(f"  no injected edge ({len(self.edges_tried)} values) made it emit a probability-0 "
                          "token or break the contract")
         if self.not_run:
-            lines.append(f"  {len(self.not_run)} passes NOT run (they did not fit in the injection's share of the "
-                         f"time budget; a larger --time-budget runs them): {'; '.join(self.not_run)}")
+            lines.append("  " + not_run_text(self.not_run))
         return "\n".join(lines)
 
     def as_json(self) -> dict[str, Any]:
@@ -293,6 +292,18 @@ class InjectionResult:
                 "draws": self.draw_summary(),
                 "findings": [f.as_json() for f in self.findings],
                 "edges_tried": [e.as_json() for e in self.edges_tried]}
+
+
+def kinds_drawn(records: Any, kinds: tuple[str, ...]) -> list[str]:
+    """The kinds of ``kinds`` among the recorded draws, in ``INJECTABLE_KINDS`` order (uniform first:
+    under a deadline the passes that catch the u == 0 family run first)."""
+    return [k for k in INJECTABLE_KINDS if k in kinds and any(r.kind == k for r in records)]
+
+
+def not_run_text(not_run: list[str] | tuple[str, ...]) -> str:
+    """How every check says which injection passes a time budget's deadline skipped."""
+    return (f"{len(not_run)} passes NOT run (they did not fit in the injection's share of the time budget; a larger "
+            f"--time-budget runs them): {'; '.join(not_run)}")
 
 
 def zero_target_scenarios(dtype: str = "float32") -> list[Scenario]:
@@ -362,8 +373,7 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
                                              bool((run(EdgeInjection()) == base).all()),
                                              _describe_row(run, base, base, first)))
     passes, tried = 0, []
-    seen = [k for k in INJECTABLE_KINDS if k in kinds and any(r.kind == k for r in records)]  # uniform first
-    for kind in seen:
+    for kind in kinds_drawn(records, kinds):
         for label in _LABELS[kind]:
             if deadline is not None and not deadline.fits(rows):
                 not_run.append(f"{name}: {kind} edge '{label}'")

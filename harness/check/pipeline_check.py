@@ -36,7 +36,7 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierError, check_run_arguments,
                                            resolve_device)
 from specproof.harness.check.engine import RowBatch, run_streams, verdict_for
-from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
+from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection, kinds_drawn, not_run_text
 from specproof.harness.check.runner import INJECTION_SECONDS
 from specproof.harness.check.pipeline_contract import call_generate, check_generate_signature
 from specproof.harness.check.pipeline_laws import (PipelineLaw, pipeline_families, pipeline_tolerance,
@@ -179,7 +179,7 @@ def _injection_findings(stream: GenerateStream, fraction: Fraction, clock: _Pass
         raise VerifierError("generate", base, "make the pipeline run under torch's dispatch modes")
     base_bad = stream.impossible(base)[0] > 0
     findings = []
-    for kind in sorted({r.kind for r in baseline.records if r.kind in DRAW_KINDS}):
+    for kind in kinds_drawn(baseline.records, DRAW_KINDS):
         for label in EDGE_LABELS[kind]:
             if deadline is not None and not deadline.fits(INJECTION_ROWS):
                 not_run.append(f"{stream.name}: {kind} edge '{label}'")
@@ -252,7 +252,6 @@ def check_generate(generate: Callable[..., Any], *, scenarios: list[PipelineScen
                        harness_seconds=time.perf_counter() - start - spent,
                        max_detectable_tv=float(max_detectable_tv), reproducibility=extra,
                        injection_summary=None if not not_run else (
-                           f"RNG edge injection: {len(not_run)} passes NOT run (they did not fit in the injection's "
-                           f"share of the time budget, {share:.3g} s; a larger --time-budget runs them): "
-                           + "; ".join(not_run)),
+                           f"RNG edge injection (its share of the time budget: {share:.3g} s): "
+                           + not_run_text(not_run)),
                        time_budget=time_budget, stop_reason=run.stop_reason)

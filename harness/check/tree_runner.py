@@ -44,7 +44,7 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierError, check_run_arguments,
                                            resolve_device)
 from specproof.harness.check.engine import LEVELS, run_streams, verdict_for
-from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection
+from specproof.harness.check.injection import DEFAULT_FRACTION, EdgeInjection, kinds_drawn, not_run_text
 from specproof.harness.check.runner import INJECTION_MIN_ROWS, INJECTION_SECONDS
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT, CheckResult, Finding,
                                             interlude_note)
@@ -119,7 +119,7 @@ def tree_injection(reals: list[TreeRealisation], caller: TreeCaller, seed: int, 
         baseline = EdgeInjection()
         base_bad = _bad_rows(real, batch, run(baseline))
         passes += 1
-        drawn = [k for k in DRAW_KINDS if k in kinds and any(r.kind == k for r in baseline.records)]
+        drawn = kinds_drawn(baseline.records, kinds)
         seen.update(drawn)
         for kind in drawn:
             for label in EDGE_LABELS[kind]:
@@ -158,8 +158,7 @@ def _injection_text(summary: dict[str, Any]) -> str:
         state = f"{summary['findings']} findings" if summary["findings"] else "not flagged, incomplete"
         seen = f"{', '.join(summary['kinds_seen'])} draws seen" if summary["kinds_seen"] else "no draw recorded yet"
         return (f"RNG edge injection: {summary['passes']} passes run ({seen}, {summary['rows']} rows each): "
-                f"{state}; {len(skipped)} passes NOT run (they did not fit in the injection's share of the time "
-                f"budget; a larger --time-budget runs them): {'; '.join(skipped)}")
+                f"{state}; " + not_run_text(skipped))
     if not summary["kinds_seen"]:
         return ("RNG edge injection: no injectable draw seen (the verifier draws nothing through torch.rand / "
                 "exponential_ on the CPU); not flagged")
