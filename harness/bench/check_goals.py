@@ -44,12 +44,14 @@ from specproof.harness.bench.detection import missing_extra
 from specproof.harness.check.runner import ContractViolation, VerifierError, check_verifier
 from specproof.harness.check.scenarios import default_suite
 
-__all__ = ["check_goals", "RecordingVerifier", "SlowedVerifier", "DEFAULT_CHECK_SECONDS", "TIME_BUDGET_TV"]
+__all__ = ["check_goals", "RecordingVerifier", "SlowedVerifier", "DEFAULT_CHECK_SECONDS", "TIME_BUDGET_TV",
+           "SPEED_SAMPLES"]
 
 DEFAULT_CHECK_TARGET = "specproof.impls:canonical_ratio_race"
 DEFAULT_CHECK_SECONDS, DEFAULT_CHECK_TV = 30.0, 0.02
 DEFAULT_VS_FAIL_FAST = 2.0
 TIME_BUDGET_SECONDS, TIME_BUDGET_TV = 120.0, 0.1
+SPEED_SAMPLES = 2048  # rows per scenario of the one-row-at-a-time speed measurement
 ONE_ROW_AT_A_TIME = "transformers-speculative-sampling"
 CHILD_TIMEOUT = 600.0  # the child check is stopped past this (a hung default check is itself a finding)
 DEFAULT_DEPTH_ROWS = 1_000_000  # about what the default depth draws on the default suite (0.93M for the race)
@@ -182,7 +184,7 @@ def _time_budget(fn: Callable[..., Any], seconds_per_row: float, budget: float) 
 
 
 def check_goals(*, oracle: dict[str, Any], members: tuple[str, ...] | None = None, samples: int | None = None,
-                time_budget: float = TIME_BUDGET_SECONDS, speed_samples: int = 2048,
+                time_budget: float = TIME_BUDGET_SECONDS, speed_samples: int = SPEED_SAMPLES,
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The three measurements and their goals (module docstring).  ``oracle``: the detection section's
     per-member oracle records (their ``tv``); ``samples``: rows per scenario instead of the default

@@ -106,7 +106,7 @@ from specproof.proofs.engine.results import Verdict
 from specproof.proofs.claims.pipeline import Settings
 from specproof.proofs.claims.theorems import prove_theorem, theorems
 
-from specproof.harness.bench.check_goals import TIME_BUDGET_SECONDS, check_goals
+from specproof.harness.bench.check_goals import SPEED_SAMPLES, TIME_BUDGET_SECONDS, check_goals
 from specproof.harness.bench.detection import detection_benchmark
 from specproof.harness.bench.reference import bench_exact_reference
 from specproof.harness.bench.render import render_markdown
@@ -153,6 +153,7 @@ class BenchConfig:
     check_goal_samples: int | None = None  # None: the CLI's default depth (check_goals)
     check_goal_members: tuple[str, ...] | None = None  # None: the whole zoo
     check_goal_time_budget: float = TIME_BUDGET_SECONDS
+    check_goal_speed_samples: int = SPEED_SAMPLES  # rows per scenario of the speed measurement (check_goals)
     detection_specproof_seeds: tuple[int, ...] | None = None  # None: detection_seeds (detection_benchmark)
 
     @classmethod
@@ -188,6 +189,9 @@ class BenchConfig:
         if not self.check_goal_time_budget > 0:
             raise SpecproofInputError("check_goal_time_budget", f"{self.check_goal_time_budget!r} is not positive",
                                       "pass e.g. 120")
+        if self.check_goal_speed_samples < 64:
+            raise SpecproofInputError("check_goal_speed_samples", f"{self.check_goal_speed_samples} < 64",
+                                      f"pass at least 64 rows per scenario (the default is {SPEED_SAMPLES})")
         for device in self.devices:
             if device not in ("cpu", "cuda"):
                 raise SpecproofInputError("--device", f"{device!r} is unknown", "use cpu or cuda")
@@ -333,7 +337,8 @@ def run_bench(config: BenchConfig, *, progress: Callable[[str], None] | None = N
     proofs = _proofs(config, say)
     checks = check_goals(oracle={name: m["oracle"] for name, m in detection["members"].items() if m["oracle"]},
                          members=config.check_goal_members, samples=config.check_goal_samples,
-                         time_budget=config.check_goal_time_budget, progress=say)
+                         time_budget=config.check_goal_time_budget,
+                         speed_samples=config.check_goal_speed_samples, progress=say)
     data: dict[str, Any] = BENCH.envelope({
         "mode": config.mode,
         "config": _config_json(config), "exact_reference": reference_doc, "detection": detection,

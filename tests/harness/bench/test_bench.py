@@ -27,7 +27,8 @@ TINY = BenchConfig(
     k_series={1: 64, 2: 64}, proof_drift=False,
     detection_members=("continue-after-rejection", "le-ratio-invcdf"),
     proof_entries=("canonical", "resample-from-target"), check_goal_samples=512,
-    check_goal_members=("continue-after-rejection", "le-ratio-invcdf"), check_goal_time_budget=5.0)
+    check_goal_members=("continue-after-rejection", "le-ratio-invcdf"), check_goal_time_budget=5.0,
+    check_goal_speed_samples=256)
 
 
 def test_runtime_schedule_is_the_runtimes_own_at_100k():
@@ -264,6 +265,7 @@ def test_cli_usage_errors_name_the_argument_and_write_nothing(monkeypatch, tmp_p
     ({"reference_vocabs": (1,)}, "reference_vocabs"),
     ({"reference_repeats": 0}, "reference_repeats"),
     ({"mode": "fast"}, "mode"),
+    ({"check_goal_speed_samples": 8}, "check_goal_speed_samples"),
 ])
 def test_config_errors_name_the_field(change, argument):
     fields = {**TINY.__dict__, **change}

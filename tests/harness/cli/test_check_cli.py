@@ -70,7 +70,8 @@ def test_transformers_adapter_fails_by_injection_and_passes_the_statistics_in_fl
     nothing at this size."""
     pytest.importorskip("transformers")  # the [transformers] extra is installed by .ci/run
     target = "specproof.impls:transformers_speculative_sampling"
-    assert main(["check", target, "--samples", "1500", "--max-detectable-tv", "0.5", "--quiet", "--fail-fast"]) == 1
+    # the injection's own passes do not depend on --samples: a short statistical part suffices here
+    assert main(["check", target, "--samples", "200", "--max-detectable-tv", "0.5", "--quiet", "--fail-fast"]) == 1
     text = capsys.readouterr().out
     assert "rng-injection" in text and "uniform draw is zero" in text and "1/16777216" in text
     assert main(["check", target, "--samples", "1500", "--max-detectable-tv", "0.5", "--quiet",
