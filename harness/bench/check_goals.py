@@ -188,7 +188,8 @@ def check_goals(*, oracle: dict[str, Any], members: tuple[str, ...] | None = Non
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The three measurements and their goals (module docstring).  ``oracle``: the detection section's
     per-member oracle records (their ``tv``); ``samples``: rows per scenario instead of the default
-    depth (a reduced run: the depth-bound goals are then not measured); ``members``: a subset."""
+    depth (a reduced run: the depth-bound goals are then not measured); ``members``: a subset;
+    ``speed_samples``: rows per scenario of the one-row-at-a-time verifier's speed measurement."""
     if time_budget <= 0:
         raise SpecproofInputError("time_budget", f"{time_budget!r} is not positive", "pass e.g. 120")
     say = progress or (lambda _msg: None)
