@@ -20,7 +20,7 @@ from specproof.impls.kernels.sampling import (
     correction_weights, draw_exponential_race, draw_inverse_cdf, draw_multinomial, race_winner,
 )
 from specproof.impls.adapters.transformers_adapter import (
-    probs_to_logits, rows_through, transformers_speculative_sampling,
+    accepts_ratio_ties, probs_to_logits, rows_through, transformers_speculative_sampling,
 )
 from specproof.impls.runtime_layouts.records import runtime_layout_records
 from specproof.proofs.laws.implemented import RULE_OF_FORM
@@ -159,7 +159,7 @@ def _zoo_records() -> list[Implementation]:
             rule="canonical", expected_exact=False, bug_rule="canonical-le",
             description="Acceptance u <= p/q with injected uniforms.",
             bug="u == 0 accepts a draft with p(x) = 0",
-            mirrors="transformers _speculative_sampling (r <= p/q); vLLM v1 before float64 "
+            mirrors="transformers _speculative_sampling before 5.25.0 (r <= p/q); vLLM v1 before float64 "
                     "uniforms; vllm-project/vllm-ascend#13766 (u pinned to 0 accepted every draft)",
             sources=(mutants.accept_ratio_le, canonical.inverse_cdf_round, draw_inverse_cdf,
                      *_ROUND_PARTS)),
@@ -170,7 +170,7 @@ def _zoo_records() -> list[Implementation]:
             description="Acceptance u <= p/q; torch.rand uniforms, then the uniform core.",
             bug="u == 0 accepts a draft with p(x) = 0 (CPU torch.rand: P(u == 0) = 2^-24 float32, "
                 "about 2^-12 float16 and 2^-9 bfloat16, where values rounding to 1 wrap to 0)",
-            mirrors="transformers _speculative_sampling (r <= p/q); vllm-project/vllm-ascend#13766",
+            mirrors="transformers _speculative_sampling before 5.25.0 (r <= p/q); vllm-project/vllm-ascend#13766",
             sources=(mutants.accept_ratio_le, canonical.inverse_cdf_round,
                      canonical.round_uniforms, draw_inverse_cdf, *_ROUND_PARTS)),
         _batched_mutant(
@@ -212,17 +212,24 @@ def _zoo_records() -> list[Implementation]:
             "invisible to context-free tests)",
             "ohdearquant/lattice#243 (draft verified against the logits one position later)",
             *prefix),
-        Implementation(
-            name="transformers-speculative-sampling", fn=transformers_speculative_sampling,
-            contract="batched", rule="canonical", expected_exact=False, needs_extra="transformers",
-            bug_rule="canonical-le",
-            description="Hugging Face transformers' _speculative_sampling per row, fed log p, "
-                        "global RNG seeded from the generator inside fork_rng.",
-            bug="acceptance r <= p/q: r == 0 accepts a draft with p(x) = 0 (2^-24 per test in "
-                "float32 on CPU); an all-zero residual divides by zero and raises",
-            mirrors="transformers.generation.utils._speculative_sampling itself",
-            sources=(probs_to_logits, rows_through)),
+        _transformers_record(accepts_ratio_ties()),
     ]
+
+
+def _transformers_record(ties: bool) -> Implementation:
+    """transformers' own function: a zoo member (``r <= p/q``) before release 5.25.0, exact from it."""
+    return Implementation(
+        name="transformers-speculative-sampling", fn=transformers_speculative_sampling,
+        contract="batched", rule="canonical", expected_exact=not ties, needs_extra="transformers",
+        bug_rule="canonical-le" if ties else None,
+        description="Hugging Face transformers' _speculative_sampling per row, fed log p, "
+                    "global RNG seeded from the generator inside fork_rng (installed release: "
+                    + ("before 5.25.0, r <= p/q)." if ties else "5.25.0 or later, r < p/q)."),
+        bug="acceptance r <= p/q (transformers before 5.25.0): r == 0 accepts a draft with p(x) = 0 "
+            "(2^-24 per test in float32 on CPU); an all-zero residual divides by zero and raises"
+            if ties else None,
+        mirrors="transformers.generation.utils._speculative_sampling itself",
+        sources=(probs_to_logits, rows_through))
 
 
 def default_registry() -> Registry:

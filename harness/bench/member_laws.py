@@ -24,7 +24,8 @@ generator's ``P(u == 0)`` (:func:`~specproof.harness.exact.uniform_grids.uniform
 CPU float32); the grid's other ``O(2^-24)`` effects, shared with the exact float32 implementations, are
 not modelled.  Processed rows (temperature, min-p, top-k) are the member's own processor's float
 output on the rounded row, taken exactly.  transformers sees ``softmax(log p)``, modelled as
-``p / sum p`` (its adapter: equal up to about an ulp); its all-zero-residual division raises, an outcome
+``p / sum p`` (its adapter: equal up to about an ulp), accepting a ``p = 0`` draft on ``r == 0`` only in
+releases before 5.25.0 (``r <= p/q``; 5.25.0 tests ``r < p/q``); its all-zero-residual division raises, an outcome
 (:data:`RAISED`) no lossless verifier has.
 
 Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
@@ -41,6 +42,7 @@ from typing import Callable
 import torch
 
 from specproof.impls import zoo
+from specproof.impls.adapters.transformers_release import accepts_ratio_ties
 from specproof.harness.check.scenarios import Realisation
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.dtypes import TORCH_DTYPES
@@ -261,8 +263,8 @@ def _renormalised_p(view: RoundView, s: Prefix) -> Row:
 
 def _transformers_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
     p, q = _renormalised_p(view, s), view.pair.draft[s]
-    if q[x] > 0 and p[x] == 0:
-        return view.zero_uniform  # r <= p/q with r = rand_like(...) == 0
+    if q[x] > 0 and p[x] == 0 and accepts_ratio_ties():
+        return view.zero_uniform  # releases before 5.25.0: r <= p/q with r = rand_like(...) == 0
     return ratio_acceptance(p, q, x)
 
 

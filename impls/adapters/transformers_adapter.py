@@ -21,10 +21,13 @@ Faithfulness choices:
   the CPU and of that device, and runs the rows in order. The output is a deterministic function
   of the generator's state, and the caller's global RNG state is restored on exit.
 - The batch is a Python loop over rows, as transformers itself only handles batch size 1.
-- Known deviations from the exact rule, kept as they are: ``r <= p/q`` accepts a draft with
-  ``p(x) = 0`` when ``r == 0`` (on CPU ``2^-24`` per test in float32, about ``2^-12`` / ``2^-9`` in
-  float16 / bfloat16); an all-zero residual divides by zero and ``torch.multinomial`` raises,
-  surfaced as ``RuntimeError`` naming the row.
+- Known deviations from the exact rule, kept as they are: releases before 5.25.0 accept with
+  ``r <= p/q``, which accepts a draft with ``p(x) = 0`` when ``r == 0`` (on CPU ``2^-24`` per test in
+  float32, about ``2^-12`` / ``2^-9`` in float16 / bfloat16); 5.25.0 tests ``r < p/q``
+  (:func:`accepts_ratio_ties`, read from the installed release).  In every release there is no
+  ``q > 0`` guard (a drafted id with ``q(x) = 0 < p(x)`` has ``p/q = inf`` and is accepted; a sampled
+  draft never has ``q(x) = 0``), and an all-zero residual divides by zero and ``torch.multinomial``
+  raises, surfaced as ``RuntimeError`` naming the row.
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
 
@@ -41,9 +44,10 @@ import torch
 
 from specproof.impls.adapters.base import Adapter, SignatureForm
 from specproof.impls.contract import check_round
+from specproof.impls.adapters.transformers_release import STRICT_RATIO_RELEASE, accepts_ratio_ties
 
 __all__ = ["transformers_speculative_sampling", "load_transformers_verifier", "probs_to_logits",
-           "rows_through", "ADAPTER"]
+           "rows_through", "ADAPTER", "accepts_ratio_ties", "STRICT_RATIO_RELEASE"]
 
 _SEED_HIGH = 2**63 - 1
 

@@ -44,9 +44,10 @@ Quirks handled (transformers 5.x):
 Kept as they are (what specproof measures; ``harness.check.pipeline_transformers_probe``): the drafter
 applies the processors twice (its ``generate`` gets the target's processor list and rebuilds the
 warpers from the copied config: drafts follow ``l / T^2``, a twice-applied top-p), lossless because
-the ``q`` handed to ``_speculative_sampling`` is bit for bit the law the drafts were sampled from; and
-``r <= p/q`` accepts a draft of processed-target probability 0 when ``r`` is exactly 0 (``2^-24`` per
-test on CPU float32), which RNG edge injection turns into a certain finding.
+the ``q`` handed to ``_speculative_sampling`` is bit for bit the law the drafts were sampled from; and,
+in releases before 5.25.0 (5.25.0 tests ``r < p/q``), ``r <= p/q`` accepts a draft of processed-target
+probability 0 when ``r`` is exactly 0 (``2^-24`` per test on CPU float32), which RNG edge injection
+turns into a certain finding.
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
 

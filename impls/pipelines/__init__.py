@@ -15,6 +15,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from specproof.impls.adapters.transformers_release import accepts_ratio_ties
+
 __all__ = ["PipelineRecord", "PIPELINES", "get_pipeline"]
 
 
@@ -70,10 +72,12 @@ PIPELINES: tuple[PipelineRecord, ...] = (
            "issue 14's round-bookkeeping class (no single public report located)"),
           ("accept-le", "accept_le_generate", "acceptance u <= p/q",
            "u == 0 accepts a processed-away draft (2^-24 per test in float32)",
-           "transformers _speculative_sampling (r <= p/q); vllm-project/vllm-ascend#13766"))),
+           "transformers _speculative_sampling before 5.25.0 (r <= p/q); vllm-project/vllm-ascend#13766"))),
     PipelineRecord("transformers-assisted", "specproof.impls.adapters.transformers_generate:transformers_generate",
-                   False, "transformers' generate(assistant_model=...) on tiny seeded Llama models",
-                   bug="acceptance r <= p/q: r == 0 accepts a draft the processed target removed",
+                   not accepts_ratio_ties(), "transformers' generate(assistant_model=...) on tiny seeded Llama models"
+                   " (lossless from release 5.25.0, which accepts with r < p/q)",
+                   bug="acceptance r <= p/q (transformers before 5.25.0): r == 0 accepts a draft the processed "
+                       "target removed" if accepts_ratio_ties() else None,
                    mirrors="transformers.generation.utils (assisted generation) itself",
                    models="transformers", needs_extra="transformers"),
 )

@@ -19,8 +19,8 @@ one part replaced.  Each is NOT lossless; the comment on each names the report i
   keep reading the rejected draft where the correction was emitted (mlx-lm #1109,
   https://github.com/ml-explore/mlx-lm/pull/1109: rejected drafts left in a non-trimmable cache;
   openvino.genai #4190, https://github.com/openvinotoolkit/openvino.genai/issues/4190).
-* :func:`accept_le_generate` - accepts with ``u <= p/q`` (transformers' ``_speculative_sampling``,
-  ``r <= p/q``; :mod:`specproof.impls.adapters.transformers_adapter`): a draft the processed target
+* :func:`accept_le_generate` - accepts with ``u <= p/q`` (transformers' ``_speculative_sampling``
+  before 5.25.0, ``r <= p/q``; :mod:`specproof.impls.adapters.transformers_adapter`): a draft the processed target
   removed (``p = 0``) is accepted when ``u == 0``, probability ``2^-24`` per test in float32, so only
   the RNG edge injection sees it.
 * :func:`shifted_q_generate` - the drafter samples draft ``i`` from its law at column ``n - 1 + i`` but
@@ -94,7 +94,7 @@ def _accept_le_verify(r: Round, generator: torch.Generator) -> torch.Tensor:
     q, p, drafts = r.q_verify, r.p, r.drafts
     u = torch.rand(drafts.shape, dtype=q.dtype, device=q.device, generator=generator)
     p_x, q_x = drafted_probs(p, drafts), drafted_probs(q, drafts)
-    n = leading_accepts((q_x > 0) & (u <= p_x / q_x))  # transformers: r <= p/q
+    n = leading_accepts((q_x > 0) & (u <= p_x / q_x))  # transformers before 5.25.0: r <= p/q
     weights = correction_weights(rows_at(p, n), rows_at(q, n.clamp(max=r.k - 1)), n == r.k)
     return assemble_emitted(drafts, n, draw_multinomial(weights, generator))
 

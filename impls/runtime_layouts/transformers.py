@@ -15,7 +15,7 @@ Canonical rule here: ``q = softmax(candidate_logits)``, ``p = softmax(new_logits
 at the first rejection ``n``; then one token by ``torch.multinomial`` from ``max(0, p_n - q_n)`` (the
 all-zero residual falling back to ``p_n``) or, after ``K`` acceptances, from ``p_K``.
 
-Mutant :func:`speculative_sampling_le`: the comparison transformers ships, ``r <= p/q``, with no
+Mutant :func:`speculative_sampling_le`: the comparison transformers shipped before 5.25.0, ``r <= p/q``, with no
 ``q > 0`` guard: ``r == 0`` accepts a draft of target probability 0 (``2^-24`` per test in float32 on
 CPU); the harness's RNG edge injection makes it certain.
 
@@ -63,5 +63,5 @@ def speculative_sampling(candidate_input_ids, candidate_logits, candidate_length
 
 
 def speculative_sampling_le(candidate_input_ids, candidate_logits, candidate_length, new_logits):
-    """Bug (transformers' own comparison): ``r <= p/q`` with no ``q > 0`` guard."""
+    """Bug (transformers' own comparison before 5.25.0): ``r <= p/q`` with no ``q > 0`` guard."""
     return _row(candidate_input_ids, candidate_logits, candidate_length, new_logits, _accept_le)

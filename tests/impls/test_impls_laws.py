@@ -33,8 +33,9 @@ PAIRS = {
     "context-free": ToyPair.random(4, 2, seed=3, zeros=False, context_free=True),
     "v6-k1-with-zeros": ToyPair.random(6, 1, seed=5),
 }
+# transformers' own function (exact from release 5.25.0, one row at a time): test_impls_transformers.py
 EXACT_CANONICAL = [r for r in implementations(expected_exact=True) if r.rule.startswith("canonical")
-                   and r.contract in ("batched", "uniforms") and not r.compiled]
+                   and r.contract in ("batched", "uniforms") and not r.compiled and r.needs_extra is None]
 STATISTICAL_ZOO = ["resample-from-target", "top1-acceptance", "greedy-while-sampling",
                    "continue-after-rejection", "stale-residual-buffer", "target-only-temperature",
                    "min-p-bonus-only", "draft-top-k-in-verifier", "bonus-from-wrong-row",

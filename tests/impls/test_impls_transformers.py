@@ -9,6 +9,7 @@ from impls_inputs import random_round
 from impls_lawcheck import conformance, emitted_counts, sample_round_inputs
 from specproof.harness import ToyPair, round_law
 from specproof.impls import get, transformers_speculative_sampling
+from specproof.impls.adapters.transformers_adapter import accepts_ratio_ties
 from specproof.impls.adapters.transformers_adapter import load_transformers_verifier, probs_to_logits
 
 
@@ -38,18 +39,31 @@ def test_adapter_conforms_to_the_exact_law():
     assert outcome.detectable_tv < 0.08 and outcome.conforms, outcome
 
 
-def test_adapter_accepts_zero_probability_drafts_when_the_uniform_is_zero(monkeypatch):
-    """transformers tests r <= p/q. Forcing r = 0 (probability 2^-24 per test in float32 on CPU)
-    accepts a draft whose target probability is 0; the canonical core with u = 0 rejects it."""
+def test_a_zero_uniform_accepts_a_zero_probability_draft_exactly_in_the_releases_that_test_r_le_p_over_q(
+        monkeypatch):
+    """transformers before 5.25.0 tests r <= p/q: forcing r = 0 (probability 2^-24 per test in float32
+    on CPU) accepts a draft whose target probability is 0.  5.25.0 tests r < p/q and rejects it, as
+    the canonical core with u = 0 does.  The registry's label follows the installed release."""
     q, p = [0.5, 0.5, 0.0], [0.5, 0.0, 0.5]
     draft = torch.tensor([[q]])
     target = torch.tensor([[p, p]])
     ids = torch.tensor([[1]])
     monkeypatch.setattr(torch, "rand_like", torch.zeros_like)
     emitted = transformers_speculative_sampling(draft, target, ids, torch.Generator().manual_seed(0))
-    assert emitted[0, 0].item() == 1, "accepted a token with p = 0"
+    ties = accepts_ratio_ties()
+    assert (emitted[0, 0].item() == 1) == ties, f"r <= p/q expected: {ties}"
+    assert get("transformers-speculative-sampling").expected_exact == (not ties)
     canonical = get("canonical-ratio-uniforms").fn(draft, target, ids, torch.zeros(1, 2))
     assert canonical[0, 0].item() != 1
+
+
+def test_the_release_boundary_is_read_from_the_package_metadata(monkeypatch):
+    from importlib import metadata
+
+    for version, ties in [("5.24.0", True), ("5.25.0", False), ("5.25.0.dev0", False), ("4.57.1", True),
+                          ("6.0.0", False)]:
+        monkeypatch.setattr(metadata, "version", lambda _name, v=version: v)
+        assert accepts_ratio_ties() == ties, version
 
 
 def near_equal_pair():
@@ -76,6 +90,20 @@ def test_adapter_surfaces_transformers_failure_on_an_all_zero_residual(monkeypat
         transformers_speculative_sampling(draft, target, ids, torch.Generator().manual_seed(0))
     canonical = get("canonical-ratio-uniforms").fn(draft, target, ids, torch.ones(1, 2))
     assert canonical[0, 1].item() == -1 and 0 <= canonical[0, 0].item() < 3, "falls back to p"
+
+
+def test_a_draft_the_draft_law_cannot_propose_is_accepted_when_the_target_allows_it():
+    """No ``q > 0`` guard in any release: a drafted id with q(x) = 0 and p(x) > 0 has p/q = inf and is
+    accepted (the canonical cores reject it).  A sampled draft never has q(x) = 0, so the law on real
+    drafts is unchanged; the edge-case suite's rejection test therefore leaves this record out."""
+    q, p = [0.5, 0.5, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]
+    draft = torch.tensor([[q]], dtype=torch.float64).expand(64, 1, 4)
+    target = torch.tensor([[p, p]], dtype=torch.float64).expand(64, 2, 4)
+    ids = torch.full((64, 1), 2)
+    emitted = transformers_speculative_sampling(draft, target, ids, torch.Generator().manual_seed(0))
+    assert bool((emitted[:, 0] == 2).all()) and bool((emitted[:, 1] >= 0).all())
+    canonical = get("canonical-ratio-uniforms").fn(draft, target, ids, torch.rand(64, 2, dtype=torch.float64))
+    assert bool((canonical[:, 1] == -1).all())
 
 
 def test_probabilities_become_logits_faithfully():

@@ -16,8 +16,9 @@ from specproof.impls import get, implementations
 import cli_targets
 
 # the runtime-layout records are checked through their adapters in tests/impls/adapters/
+# transformers' own function (exact from release 5.25.0) runs one row at a time: its own tests
 EXACT = [r for r in implementations(contract="batched", expected_exact=True)
-         if r.rule != "greedy" and "compiled" not in r.name and "-layout" not in r.name]
+         if r.rule != "greedy" and "compiled" not in r.name and "-layout" not in r.name and r.needs_extra is None]
 ZOO = [r for r in implementations(contract="batched", expected_exact=False) if "transformers" not in r.name]
 # damage on an event too rare to sample (u == 0 has probability 2^-24): caught by the RNG edge injection
 GRID_ONLY = {"le-ratio-invcdf"}
