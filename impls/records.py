@@ -20,8 +20,9 @@ from specproof.impls.kernels.sampling import (
     correction_weights, draw_exponential_race, draw_inverse_cdf, draw_multinomial, race_winner,
 )
 from specproof.impls.adapters.transformers_adapter import (
-    accepts_ratio_ties, probs_to_logits, rows_through, transformers_speculative_sampling,
+    probs_to_logits, rows_through, transformers_speculative_sampling,
 )
+from specproof.impls.adapters.transformers_release import accepts_ratio_ties
 from specproof.impls.runtime_layouts.records import runtime_layout_records
 from specproof.proofs.laws.implemented import RULE_OF_FORM
 

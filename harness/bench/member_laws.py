@@ -24,9 +24,9 @@ generator's ``P(u == 0)`` (:func:`~specproof.harness.exact.uniform_grids.uniform
 CPU float32); the grid's other ``O(2^-24)`` effects, shared with the exact float32 implementations, are
 not modelled.  Processed rows (temperature, min-p, top-k) are the member's own processor's float
 output on the rounded row, taken exactly.  transformers sees ``softmax(log p)``, modelled as
-``p / sum p`` (its adapter: equal up to about an ulp), accepting a ``p = 0`` draft on ``r == 0`` only in
-releases before 5.25.0 (``r <= p/q``; 5.25.0 tests ``r < p/q``); its all-zero-residual division raises, an outcome
-(:data:`RAISED`) no lossless verifier has.
+``p / sum p`` (its adapter: equal up to about an ulp), accepting a ``p = 0`` draft on ``r == 0`` only
+in releases before 5.25.0 (``r <= p/q``; 5.25.0 tests ``r < p/q``); its all-zero-residual division
+raises, an outcome (:data:`RAISED`) no lossless verifier has.
 
 Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """

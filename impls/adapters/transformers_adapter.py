@@ -24,10 +24,11 @@ Faithfulness choices:
 - Known deviations from the exact rule, kept as they are: releases before 5.25.0 accept with
   ``r <= p/q``, which accepts a draft with ``p(x) = 0`` when ``r == 0`` (on CPU ``2^-24`` per test in
   float32, about ``2^-12`` / ``2^-9`` in float16 / bfloat16); 5.25.0 tests ``r < p/q``
-  (:func:`accepts_ratio_ties`, read from the installed release).  In every release there is no
-  ``q > 0`` guard (a drafted id with ``q(x) = 0 < p(x)`` has ``p/q = inf`` and is accepted; a sampled
-  draft never has ``q(x) = 0``), and an all-zero residual divides by zero and ``torch.multinomial``
-  raises, surfaced as ``RuntimeError`` naming the row.
+  (:func:`~specproof.impls.adapters.transformers_release.accepts_ratio_ties`, read from the installed
+  release).  In both releases tested here (5.24.0, 5.25.0) there is no ``q > 0`` guard (a drafted
+  id with ``q(x) = 0 < p(x)`` has ``p/q = inf`` and is accepted; a sampled draft never has
+  ``q(x) = 0``), and an all-zero residual divides by zero and ``torch.multinomial`` raises, surfaced
+  as ``RuntimeError`` naming the row.
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
 
@@ -44,10 +45,9 @@ import torch
 
 from specproof.impls.adapters.base import Adapter, SignatureForm
 from specproof.impls.contract import check_round
-from specproof.impls.adapters.transformers_release import STRICT_RATIO_RELEASE, accepts_ratio_ties
 
 __all__ = ["transformers_speculative_sampling", "load_transformers_verifier", "probs_to_logits",
-           "rows_through", "ADAPTER", "accepts_ratio_ties", "STRICT_RATIO_RELEASE"]
+           "rows_through", "ADAPTER"]
 
 _SEED_HIGH = 2**63 - 1
 

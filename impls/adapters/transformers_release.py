@@ -9,21 +9,27 @@ Layer: impls (the code under test); imports only the standard library.
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib import metadata
 
-__all__ = ["STRICT_RATIO_RELEASE", "accepts_ratio_ties"]
+__all__ = ["STRICT_RATIO_RELEASE", "ratio_ties_in", "accepts_ratio_ties"]
 
 STRICT_RATIO_RELEASE = (5, 25)  # transformers 5.25.0 accepts with r < p/q; earlier releases with r <= p/q
 
 
+def ratio_ties_in(version: str) -> bool:
+    """Whether transformers ``version`` accepts with ``r <= p/q``: its ``(major, minor)`` is below
+    :data:`STRICT_RATIO_RELEASE` (a pre-release of 5.25 counts as 5.25)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2]) < STRICT_RATIO_RELEASE
+
+
+@functools.cache
 def accepts_ratio_ties() -> bool:
-    """Whether the installed transformers accepts with ``r <= p/q`` (a release before 5.25.0), read
-    from its package metadata; True when it is not installed (the records' documented behaviour;
-    they need the extra anyway).  A pre-release of 5.25 counts as 5.25."""
+    """:func:`ratio_ties_in` of the installed transformers, read once from its package metadata; True
+    when it is not installed (the records' documented behaviour; they need the extra anyway)."""
     try:
         version = metadata.version("transformers")
     except metadata.PackageNotFoundError:
         return True
-    release = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
-    return release < STRICT_RATIO_RELEASE
+    return ratio_ties_in(version)

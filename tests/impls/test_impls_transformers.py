@@ -9,7 +9,8 @@ from impls_inputs import random_round
 from impls_lawcheck import conformance, emitted_counts, sample_round_inputs
 from specproof.harness import ToyPair, round_law
 from specproof.impls import get, transformers_speculative_sampling
-from specproof.impls.adapters.transformers_adapter import accepts_ratio_ties
+from specproof.impls.adapters import transformers_release
+from specproof.impls.adapters.transformers_release import accepts_ratio_ties, ratio_ties_in
 from specproof.impls.adapters.transformers_adapter import load_transformers_verifier, probs_to_logits
 
 
@@ -57,13 +58,24 @@ def test_a_zero_uniform_accepts_a_zero_probability_draft_exactly_in_the_releases
     assert canonical[0, 0].item() != 1
 
 
-def test_the_release_boundary_is_read_from_the_package_metadata(monkeypatch):
-    from importlib import metadata
+@pytest.mark.parametrize("version, ties", [("5.24.0", True), ("5.25.0", False), ("5.25.0.dev0", False),
+                                            ("4.57.1", True), ("6.0.0", False)])
+def test_the_release_boundary_is_5_25(version, ties):
+    assert ratio_ties_in(version) == ties
 
-    for version, ties in [("5.24.0", True), ("5.25.0", False), ("5.25.0.dev0", False), ("4.57.1", True),
-                          ("6.0.0", False)]:
-        monkeypatch.setattr(metadata, "version", lambda _name, v=version: v)
-        assert accepts_ratio_ties() == ties, version
+
+def test_the_installed_release_is_read_from_the_package_metadata(monkeypatch):
+    def not_installed(_name):
+        raise transformers_release.metadata.PackageNotFoundError(_name)
+
+    try:
+        for version, ties in [(lambda _name: "5.24.0", True), (lambda _name: "5.25.0", False), (not_installed, True)]:
+            monkeypatch.setattr(transformers_release.metadata, "version", version)
+            accepts_ratio_ties.cache_clear()
+            assert accepts_ratio_ties() == ties
+    finally:
+        monkeypatch.undo()
+        accepts_ratio_ties.cache_clear()
 
 
 def near_equal_pair():
@@ -93,7 +105,7 @@ def test_adapter_surfaces_transformers_failure_on_an_all_zero_residual(monkeypat
 
 
 def test_a_draft_the_draft_law_cannot_propose_is_accepted_when_the_target_allows_it():
-    """No ``q > 0`` guard in any release: a drafted id with q(x) = 0 and p(x) > 0 has p/q = inf and is
+    """No ``q > 0`` guard (5.24.0 and 5.25.0): a drafted id with q(x) = 0 and p(x) > 0 has p/q = inf and is
     accepted (the canonical cores reject it).  A sampled draft never has q(x) = 0, so the law on real
     drafts is unchanged; the edge-case suite's rejection test therefore leaves this record out."""
     q, p = [0.5, 0.5, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]

@@ -69,7 +69,7 @@ def test_transformers_adapter_is_judged_by_injection_per_release_and_passes_the_
     r == 0 (2^-24 per draw on CPU float32): the default check's RNG edge injection makes that certain;
     from 5.25.0 (`r < p/q`) the same check passes.  The statistics alone see nothing at this size."""
     pytest.importorskip("transformers")  # the [transformers] extra is installed by .ci/run
-    from specproof.impls.adapters.transformers_adapter import accepts_ratio_ties
+    from specproof.impls.adapters.transformers_release import accepts_ratio_ties
 
     target = "specproof.impls:transformers_speculative_sampling"
     if accepts_ratio_ties():  # r <= p/q: before 5.25.0
