@@ -62,6 +62,7 @@ METHODS = (SPECPROOF,) + tuple(BASELINES)
 CHI_SQUARE = "chi-square-first-token"
 CONTROL = "canonical-ratio-race"
 CHECK_DTYPE, CHECK_ALPHA = "float32", 1e-6  # what the bench's checks and their event limit both use
+STREAM_KINDS = ("statistical", "certain")  # findings of the anytime-valid streams themselves
 MIN_SAMPLES = 64  # check_verifier's smallest rows per scenario
 CHI_SQUARE_NULL_TRIALS = 40_000  # ~270 alarms at its measured rate: the rate to about 6%
 ORACLE_FLOOR = 30  # the rows-to-N* goals cover members with N* at least this (issue 16)
@@ -74,13 +75,14 @@ SPECPROOF_TEXT = ("check_verifier, default suite ({n} scenarios: context-free, p
 
 
 def _how(result: Any) -> tuple[str, Any]:
-    """What flagged a run first: injection, reproducibility, or the first stream finding."""
+    """What flagged a run first: injection, reproducibility, or the first stream finding (``certain``
+    for a probability-0 emission in a stream, else ``statistical``)."""
     for family, findings in (("rng-injection", result.injection_findings),
                              ("reproducibility", result.reproducibility)):
         if findings:
             return family, findings[0]
     first = result.findings[0]
-    return "statistical", first
+    return ("certain" if first.family == "impossible" else "statistical"), first
 
 
 def specproof_fail_fast(fn: Callable[..., Any], seed: int, cap: int, suite: list[Scenario] | None = None) -> RowsToFlag:
@@ -101,7 +103,7 @@ def specproof_fail_fast(fn: Callable[..., Any], seed: int, cap: int, suite: list
             flag = Flag(True, counted.rows, first.statistic, first.critical,
                         how=f"{kind}: [{first.scenario}] {first.family}: {first.event}"[:300],
                         scenario_rows=first.rows,
-                        test_rows=result.rows if kind == "statistical" else counted.rows)
+                        test_rows=result.rows if kind in STREAM_KINDS else counted.rows)
     out = RowsToFlag(flag if flag.flagged else None, [flag], stopped=f"row cap ({cap:,} per scenario)")
     out.seconds = time.perf_counter() - start
     return out

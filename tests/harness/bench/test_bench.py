@@ -12,6 +12,7 @@ import torch
 from specproof.harness.bench import run as bench
 from specproof.harness.cli import bench as bench_cli
 from specproof.harness.bench.run import BenchConfig, fit_exponent, run_bench, write_bench
+from specproof.harness.check.scenarios import default_suite
 from specproof.harness.bench.baselines import (Flag, chi_square_first_token, chi_square_null_rate,
                                                pearson_p_values, rows_to_flag, runtime_distribution_test,
                                                runtime_schedule)
@@ -191,7 +192,7 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
 
     checks = data["check_goals"]
     default = checks["default_check"]  # the CLI in a child process, 512 rows per scenario: short of the power
-    assert default["exit_code"] == 3 and default["verdict"] == "underpowered" and default["rows"] == 13 * 512
+    assert default["exit_code"] == 3 and default["verdict"] == "underpowered" and default["rows"] == len(default_suite()) * 512
     assert default["seconds"] > 0 and default["detectable_tv"] > 0.02
     for name, pair in checks["default_vs_fail_fast"].items():
         assert pair["flagged"] and pair["same_calls_until_first_finding"], name
@@ -319,8 +320,6 @@ def test_a_slowed_verifier_keeps_its_law_and_takes_its_rows_times_the_rate():
     import time
 
     from specproof.harness.bench.check_goals import SlowedVerifier
-
-    from specproof.harness.check.scenarios import default_suite
 
     real = default_suite()[0].realise("float32")
     drafts = real.sample_drafts(8, torch.Generator().manual_seed(0))

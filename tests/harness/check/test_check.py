@@ -334,6 +334,40 @@ def test_a_probability_0_token_is_certain_and_names_its_position():
     assert "at token position 2" in result.diagnosis_line()
 
 
+POSITION_MIX_UPS = ["target-rows-shifted", "continue-after-rejection", "bonus-from-wrong-row"]
+
+
+def test_the_position_disjoint_pair_gives_every_position_its_own_support_and_comes_first():
+    """Supports {2i, 2i+1} per position, tokens 6 and 7 of target probability 0 everywhere, q_0 half on
+    them and q_1 = p_1 (scenarios._position_disjoint); the screening pass reads it first."""
+    first = default_suite()[0]
+    assert first.name == "position-disjoint supports" and not first.context_free
+    real = first.realise("bfloat16")  # dyadic values: exact in every dtype
+    target, draft = real.target.double().numpy()[:, 0], real.draft.double().numpy()[:, 0]
+    for i in range(3):
+        support = set(np.flatnonzero(target[i]))
+        assert support == {2 * i, 2 * i + 1}
+    assert draft[0, 6:].sum() == 0.5 and draft[0, :2].sum() == 0.5 and np.array_equal(draft[1], target[1])
+
+
+@pytest.mark.parametrize("name", POSITION_MIX_UPS)
+def test_a_position_mix_up_is_a_certain_finding_in_the_position_disjoint_pair(name):
+    """Each mutant emits a probability-0 token there with probability 1 or 1/2 per row: a FAIL by an
+    impossible outcome at its first batch of 4 rows or soon after (2^-64 chance of none in 64 rows)."""
+    suite = default_suite()[:1]
+    result = check_verifier(get(name).fn, scenarios=suite, samples=64, fail_fast=True, inject=False)
+    best = result.diagnosis()
+    assert result.verdict == Verdict.FAIL and best.certain and best.family == "impossible"
+    assert best.scenario == "position-disjoint supports" and result.rows <= 64
+
+
+@pytest.mark.parametrize("name", POSITION_MIX_UPS)
+def test_the_default_suite_flags_a_position_mix_up_in_its_first_rows(name):
+    """With the whole default suite under fail_fast the certain finding comes in the screening pass."""
+    result = check_verifier(get(name).fn, samples=20_000, fail_fast=True, seed=3)
+    assert result.verdict == Verdict.FAIL and result.diagnosis().certain and result.rows <= 64
+
+
 def test_progress_is_one_bar_with_percentage_or_lines_to_a_callable(capsys):
     suite = [s for s in default_suite() if "large" not in s.tags][:3]
     check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=True)
