@@ -88,8 +88,9 @@ def kl_divergence(p: Mapping[Seq, float], q: Mapping[Seq, float]) -> float:
 
 
 def kl_rows(kl: float, alpha: float = ORACLE_ALPHA) -> float:
-    """``ln(1/alpha) / KL`` rows (``inf`` at ``KL = 0``)."""
-    return math.log(1 / alpha) / kl if kl > 0 else math.inf
+    """``ln(1/alpha) / KL`` rows, at least one (``inf`` at ``KL = 0``; one row at ``KL = inf``, where
+    no outcome some lossless law has is left)."""
+    return max(1.0, math.log(1 / alpha) / kl) if kl > 0 else math.inf
 
 
 def impossible_rows(mass: float, beta: float = ORACLE_BETA) -> float:

@@ -21,7 +21,10 @@ lead limit, FOCUS 0.2, focus on ``max log E - ln K``, and an e-process pooled ov
 Once the leader's score reaches ``APPROACH`` its batches shrink to half its predicted need (at least
 ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows past its crossing.  A stream
 stops at its first rejection or its quota; the run stops when every stream has, at the first
-rejection with ``fail_fast``, or when ``time_budget`` is spent.
+rejection with ``fail_fast``, or when ``time_budget`` is spent.  A *certainty probe* (a stream with
+``certainty_probe`` set and no events) tests impossible outcomes only: its quota is the rows that see
+one of per-row rate ``r`` (the detectable TV aimed at) with probability 0.99, ``ceil(ln 0.01 / ln(1 -
+r))``, at most the fixed ``rows``, and its detectable TV is that rate (``statistics.certain_rate_seen``).
 
 Theorem (family-wise guarantee of the adaptive procedure).  If the system is lossless within the
 band (every stream's rows are i.i.d., with ``|E[Y_e] - P(A_e)| <= band_e`` for every two-sided event,
@@ -49,7 +52,6 @@ Layer: harness.check (2); imports harness.check and numpy.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
@@ -60,8 +62,10 @@ from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.eprocess import LN2, SideEvidence
 from specproof.harness.check.event_family import BET_PRODUCT_FAMILY, FLOOR_FAMILY, EventFamily
+from specproof.harness.check.progress import RowProgress
 from specproof.harness.check.result import Finding, ScenarioReport, Verdict
-from specproof.harness.check.statistics import bernoulli_kl_array, samples_for_shift
+from specproof.harness.check.statistics import (bernoulli_kl_array, certain_rate_seen, rows_to_see_rate,
+                                                samples_for_shift)
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
            "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
@@ -180,6 +184,7 @@ class _Ledger:
             self.sides.append((SideEvidence(hi, up_thr, np.isfinite(up_thr), fam.matrix),
                                SideEvidence(1.0 - lo, down_thr, np.isfinite(down_thr), 1.0 - fam.matrix)))
         self.quota, self.done, self.rejected = 0, False, 0
+        self.probe = bool(getattr(stream, "certainty_probe", False))
         self.findings: list[Finding] = []
 
     def plan(self, quota: int) -> None:
@@ -296,6 +301,8 @@ class _Ledger:
         return where
 
     def detectable_tv(self) -> float:
+        if self.probe:
+            return certain_rate_seen(self.rows)
         where = self.hardest()
         if where is None:
             return float(min(1.0, self.stream.tolerance))
@@ -305,6 +312,8 @@ class _Ledger:
 
     def rows_for_tv(self, target: float, cap: int) -> int:
         """Quota reaching detectable TV ``target`` on the hardest event (``cap`` when out of reach)."""
+        if self.probe:
+            return int(min(cap, rows_to_see_rate(target)))
         where = self.hardest()
         if where is None:
             return SCREEN_ROWS
@@ -320,38 +329,10 @@ class _Ledger:
 
 
 def plan_quota(ledger: _Ledger, level: Level, max_detectable_tv: float) -> int:
-    """Rows per stream for a level: enough for ``tv_factor * max_detectable_tv``, within its bounds."""
+    """Rows per stream for a level: enough for ``tv_factor * max_detectable_tv``, within its bounds
+    (a certainty probe: just enough)."""
     need = ledger.rows_for_tv(level.tv_factor * max_detectable_tv, level.max_rows)
-    return int(min(level.max_rows, max(level.min_rows, need)))
-
-
-class _Progress:
-    """One bar over every row of the run (tqdm), or one line per batch to a callable, or silence."""
-
-    def __init__(self, progress: Any, total: int):
-        self.say = progress if callable(progress) else None
-        self.bar = None
-        if progress is None:
-            progress = sys.stderr.isatty()
-        if progress is True:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="rows", desc="specproof check", file=sys.stderr,
-                            dynamic_ncols=True, unit_scale=True)
-
-    def batch(self, ledger: _Ledger, n: int, total: int) -> None:
-        if self.bar is not None:
-            if self.bar.total != total:
-                self.bar.total = total
-                self.bar.refresh()
-            self.bar.update(n)
-            self.bar.set_postfix_str(f"{ledger.stream.name}", refresh=False)
-        elif self.say is not None:
-            self.say(f"{ledger.stream.name}: {ledger.rows} rows, {ledger.rejected} events rejected")
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    return need if ledger.probe else int(min(level.max_rows, max(level.min_rows, need)))
 
 
 def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | None = None,
@@ -380,9 +361,10 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     start = clock()
     ledgers = [_Ledger(s, thr) for s, thr in zip(streams, alpha_shares(streams, alpha))]
     lvl = LEVELS[level]
-    for ledger in ledgers:
-        ledger.plan(rows if rows is not None else plan_quota(ledger, lvl, max_detectable_tv))
-    bar = _Progress(progress, sum(l.quota for l in ledgers))
+    for ledger in ledgers:  # a probe's fixed rows: at most what sees max_detectable_tv
+        ledger.plan(plan_quota(ledger, lvl, max_detectable_tv) if rows is None else
+                    min(rows, ledger.rows_for_tv(max_detectable_tv, rows)) if ledger.probe else rows)
+    bar = RowProgress(progress, sum(l.quota for l in ledgers))
     first_flag: int | None = None
     reason = "complete"
     drawn = 0

@@ -176,6 +176,7 @@ class ShardedStream:
         self.name, self.vocab, self.k = stream.name, stream.vocab, stream.k
         self.families, self.tolerance = stream.families, stream.tolerance
         self.notes, self.impossible_labels = stream.notes, stream.impossible_labels
+        self.certainty_probe = getattr(stream, "certainty_probe", False)
         self.offset = 0
         self.ahead: dict[tuple[int, int], Any] = {}  # (start, rows) -> the ref of a piece submitted ahead
 

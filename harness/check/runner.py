@@ -147,9 +147,9 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
 
     start = time.perf_counter()
     call = VerifierCaller(verify, torch_device, timeout, hard_timeout)
-    streams = [BatchedStream(index, *_prepared(scenario, dtype, str(torch_device), rule_record), dtype,
+    streams = [BatchedStream(number, *_prepared(scenario, dtype, str(torch_device), rule_record), dtype,
                              batch_size, seed, call)
-               for index, scenario in enumerate(suite)]
+               for number, scenario in zip(stream_numbers(suite), suite)]
     injection, injection_note, inconclusive = None, None, None
     reproducibility: list[Finding] = []
     interlude_rows = 0  # verifier rows the interlude (reproducibility pair, injection) called
@@ -250,6 +250,22 @@ def _reproducibility(state: "BatchedStream", call: VerifierCaller, per_scenario:
                     0.0, differ / n, 0.0, math.inf, 0.0, n)]
 
 
+PROBE_STREAMS = 1 << 20  # the first certainty probe's stream number
+
+
+def stream_numbers(suite: list[Scenario]) -> list[int]:
+    """The number that seeds each scenario's rows: statistical scenarios are numbered among themselves
+    (0, 1, ...) and certainty probes from ``PROBE_STREAMS``, so adding a probe to a suite leaves the
+    rows of every statistical scenario, and so a seeded run's statistics, as they were."""
+    counts = [0, 0]
+    out = []
+    for scenario in suite:
+        kind = int(scenario.certainty_probe)
+        out.append(counts[kind] + kind * PROBE_STREAMS)
+        counts[kind] += 1
+    return out
+
+
 _PREPARED: dict[tuple[int, str, str, str | None], tuple[Scenario, Realisation, list[EventFamily]]] = {}
 
 
@@ -277,6 +293,7 @@ class BatchedStream:
                  batch_size: int, seed: int, call: VerifierCaller):
         self.index, self.real, self.families, self.seed, self.dtype, self.call = index, real, families, seed, dtype, call
         self.name, self.vocab, self.k = real.scenario.name, real.vocab, real.k
+        self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: probe_quota)
         self.tolerance = float(check_tolerance(dtype, real.vocab, real.k))
         self.draft_gen = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
         # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)

@@ -38,10 +38,11 @@ from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.rounded import RoundedPair
 
-__all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "sequence_codes"]
+__all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "sequence_codes", "CERTAINTY_PROBE"]
 
 DYADIC_RESOLUTION = 256  # small random tables use multiples of 1/256: exact in every dtype, bf16 too
 DYADIC_MAX_VOCAB = 64
+CERTAINTY_PROBE = "certainty-probe"  # tag: only impossible outcomes are tested there (engine: probe quotas)
 
 
 def _dyadic(table: np.ndarray) -> np.ndarray:
@@ -99,6 +100,11 @@ class Scenario:
     @property
     def vocab(self) -> int:
         return self.draft.shape[2]
+
+    @property
+    def certainty_probe(self) -> bool:
+        """Only impossible outcomes are tested here (no event families: :func:`.events.build_families`)."""
+        return CERTAINTY_PROBE in self.tags
 
     @property
     def context_free(self) -> bool:
@@ -301,7 +307,8 @@ def _position_disjoint(name: str) -> Scenario:
     rejected draft (a draft of 6 or 7 followed by an accepted one: probability 1/2 per row) or a
     bonus drawn from another row (probability 1/2 per row) emits a token of target probability 0:
     a certain finding within the screening pass's first rows.  All values are dyadic (exact in
-    bfloat16)."""
+    bfloat16).  A certainty probe: only those impossible outcomes are tested here (no event
+    families, so no share of alpha), on the rows that see a rate of them of the detectable TV."""
     vocab, k = 8, 2
     target = np.zeros((k + 1, 1, vocab))
     for i, law in enumerate(((0.75, 0.25), (0.25, 0.75), (0.5, 0.5))):
@@ -312,7 +319,7 @@ def _position_disjoint(name: str) -> Scenario:
     draft[1, 0] = target[1, 0]
     return Scenario(name, "p_i on its own tokens {2i, 2i+1}; q_0 half on tokens no target allows: a "
                     "position mix-up or an emitted rejected draft gives a probability-0 token",
-                    target, draft, ("edge", "position-dependent"))
+                    target, draft, ("edge", "position-dependent", CERTAINTY_PROBE))
 
 
 def _block_vector() -> tuple[list[Fraction], list[Fraction]]:
@@ -328,8 +335,10 @@ def _default_suite(large_vocab: int) -> tuple[Scenario, ...]:
 def default_suite(*, large_vocab: int = 1000) -> list[Scenario]:
     """The scenarios ``check_verifier`` runs by default (fixed seeds: results are reproducible).
 
-    The position-disjoint pair comes first: the screening pass reads the suite in order, and a
-    position mix-up is a certain finding there after a few rows (it costs every other bug 4 rows).
+    The position-disjoint certainty probe comes first: the screening pass reads the suite in order,
+    and a position mix-up is a certain finding there after a few rows.  Its quota is small (about 250
+    rows at the default bound; engine: ``probe_quota``), so a bug found elsewhere pays its first 4
+    rows and few more: screening deepens a stream only when it is not far ahead in rows over quota.
 
     The same Scenario objects are returned on every call, so their exact laws are computed once."""
     return list(_default_suite(large_vocab))

@@ -37,6 +37,8 @@ __all__ = [
     "rejection_threshold",
     "detectable_shift",
     "samples_for_shift",
+    "certain_rate_seen",
+    "rows_to_see_rate",
     "event_test",
     "EventOutcome",
     "critical_value",
@@ -169,6 +171,23 @@ class EventOutcome:
     def excess(self) -> float:
         """How far the observed mean lies beyond the tolerance band (0 inside it)."""
         return max(0.0, abs(self.observed - self.expected) - self.tolerance)
+
+
+def certain_rate_seen(rows: int, beta: float = 0.01) -> float:
+    """The smallest per-row rate ``r`` of an impossible outcome (a certain finding at its first
+    occurrence) that ``rows`` i.i.d. rows show with probability at least ``1 - beta``:
+    ``(1 - r)^rows <= beta``, i.e. ``r = 1 - beta^(1/rows)`` (1 at 0 rows)."""
+    return 1.0 if rows <= 0 else float(-math.expm1(math.log(beta) / rows))
+
+
+def rows_to_see_rate(rate: float, beta: float = 0.01) -> int | float:
+    """Rows that show an impossible outcome of per-row rate ``rate`` with probability ``1 - beta``:
+    ``ceil(ln(beta) / ln(1 - rate))`` (the inverse of :func:`certain_rate_seen`; ``inf`` at rate 0)."""
+    if rate <= 0:
+        return math.inf
+    if rate >= 1:
+        return 1
+    return max(1, math.ceil(math.log(beta) / math.log1p(-rate) - 1e-9))
 
 
 def event_test(expected: float, observed: float, n: int, c: float, tau: float = 0.0) -> EventOutcome:

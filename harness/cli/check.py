@@ -19,11 +19,12 @@ after all the statistics):
      really produces at its edges (0, the smallest and the largest value below 1).  A verifier that
      then emits a token of target probability 0 (e.g. accepting with `u <= p/q` when u == 0) FAILS
      with certainty, with the exact per-draw probability of that value (2^-24 for float32 rand).
-  2. The statistical check: 14 scenarios with exactly known laws (the first puts each position's
-     target on its own tokens, so a position mix-up emits a probability-0 token: a certain FAIL);
-     every test may be read after every batch (e-processes, Ville's inequality), so rows go to the
-     scenario where the evidence grows and a failing verifier is flagged as soon as the evidence is
-     conclusive.
+  2. The statistical check: 14 scenarios with exactly known laws; every test may be read after
+     every batch (e-processes, Ville's inequality), so rows go to the scenario where the evidence
+     grows and a failing verifier is flagged as soon as the evidence is conclusive.  The first is a
+     certainty probe: each position's target has its own tokens, so a target row read at the wrong
+     position, a bonus from another row or an emitted rejected draft emits a probability-0 token (a
+     certain FAIL); it gets the rows that see such a rate of --max-detectable-tv w.p. 0.99.
   3. Reproducibility: one batch twice with same-seeded generators; outputs that differ (the
      verifier draws from the global RNG, not from generator) FAIL.
 

@@ -13,6 +13,7 @@ from specproof.harness.bench import run as bench
 from specproof.harness.cli import bench as bench_cli
 from specproof.harness.bench.run import BenchConfig, fit_exponent, run_bench, write_bench
 from specproof.harness.check.scenarios import default_suite
+from specproof.harness.check.statistics import rows_to_see_rate
 from specproof.harness.bench.baselines import (Flag, chi_square_first_token, chi_square_null_rate,
                                                pearson_p_values, rows_to_flag, runtime_distribution_test,
                                                runtime_schedule)
@@ -192,7 +193,8 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
 
     checks = data["check_goals"]
     default = checks["default_check"]  # the CLI in a child process, 512 rows per scenario: short of the power
-    assert default["exit_code"] == 3 and default["verdict"] == "underpowered" and default["rows"] == len(default_suite()) * 512
+    assert default["exit_code"] == 3 and default["verdict"] == "underpowered" and default["rows"] == sum(
+        min(512, rows_to_see_rate(0.02)) if s.certainty_probe else 512 for s in default_suite())  # probe: 228
     assert default["seconds"] > 0 and default["detectable_tv"] > 0.02
     for name, pair in checks["default_vs_fail_fast"].items():
         assert pair["flagged"] and pair["same_calls_until_first_finding"], name

@@ -31,6 +31,7 @@ def test_kl_on_hand_made_laws():
 def test_row_formulas():
     assert kl_rows(0.1, 1e-6) == pytest.approx(math.log(1e6) / 0.1)
     assert kl_rows(0.0) == math.inf
+    assert kl_rows(math.inf) == 1.0 and kl_rows(1e3) == 1.0  # no test decides in fewer than one row
     assert impossible_rows(0.01, 0.01) == pytest.approx(math.log(100) / -math.log(0.99))
     assert impossible_rows(2.0**-24, 0.01) == pytest.approx(math.log(100) * 2**24, rel=1e-6)
     assert impossible_rows(0.0) == math.inf and impossible_rows(1.0) == 1.0

@@ -350,6 +350,21 @@ def test_the_position_disjoint_pair_gives_every_position_its_own_support_and_com
     assert draft[0, 6:].sum() == 0.5 and draft[0, :2].sum() == 0.5 and np.array_equal(draft[1], target[1])
 
 
+def test_a_certainty_probe_leaves_the_statistical_streams_rows_as_they_were():
+    """Stream numbers seed the rows: statistical scenarios are numbered among themselves, so a run
+    with the probe draws the very rows of a run without it in every other scenario (plus the probe's)."""
+    from specproof.harness.check.runner import PROBE_STREAMS, stream_numbers
+
+    suite = default_suite()
+    assert stream_numbers(suite) == [PROBE_STREAMS] + list(range(len(suite) - 1))
+    fn = get("resample-from-target").fn
+    without = check_verifier(fn, scenarios=suite[1:], samples=2_000, fail_fast=True, inject=False)
+    with_probe = check_verifier(fn, scenarios=suite, samples=2_000, fail_fast=True, inject=False)
+    assert with_probe.scenarios[0].rows == 4 and not with_probe.scenarios[0].findings
+    assert [s.rows for s in with_probe.scenarios[1:]] == [s.rows for s in without.scenarios]
+    assert with_probe.rows == without.rows + 4 and with_probe.findings[0].line() == without.findings[0].line()
+
+
 @pytest.mark.parametrize("name", POSITION_MIX_UPS)
 def test_a_position_mix_up_is_a_certain_finding_in_the_position_disjoint_pair(name):
     """Each mutant emits a probability-0 token there with probability 1 or 1/2 per row: a FAIL by an

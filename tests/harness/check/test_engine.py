@@ -100,6 +100,56 @@ def test_a_probability_zero_event_is_a_certain_finding():
     assert certain and certain[0].event == "(2,)"
 
 
+class ProbeStream:
+    """A certainty probe: no events; ``impossible`` of its rows (per-row rate) are impossible outcomes."""
+
+    certainty_probe = True
+
+    def __init__(self, name: str, rate: float, rng: np.random.Generator):
+        self.name, self.vocab, self.k, self.families, self.tolerance = name, 2, 1, [], 0.0
+        self.rate, self.rng, self.rows = rate, rng, 0
+
+    def draw(self, rows: int) -> RowBatch:
+        self.rows += rows
+        return RowBatch(rows, [], {"zero-token": int(self.rng.binomial(rows, self.rate))})
+
+
+@pytest.mark.parametrize("level, tv", [("default", 0.02), ("default", 0.05), ("thorough", 0.02)])
+def test_a_certainty_probe_gets_the_rows_that_see_an_impossible_rate_of_the_target_tv(level, tv):
+    """ceil(ln 0.01 / ln(1 - r)) rows for r = tv_factor * tv (no level minimum), at most a fixed
+    ``rows``, and its detectable TV is the rate those rows see with probability 0.99."""
+    rng = np.random.default_rng(7)
+    target = LEVELS[level].tv_factor * tv
+    run = run_streams([ProbeStream("probe", 0.0, rng), CategoricalStream("s", LAW, LAW, 0.0, rng)],
+                      level=level, max_detectable_tv=tv, progress=False)
+    probe, other = run.reports
+    assert probe.rows == math.ceil(math.log(0.01) / math.log(1 - target) - 1e-9) < LEVELS[level].min_rows
+    assert probe.detectable_tv == pytest.approx(1 - 0.01 ** (1 / probe.rows)) and probe.detectable_tv <= target
+    assert (1 - probe.detectable_tv) ** probe.rows == pytest.approx(0.01)
+    assert other.rows >= LEVELS[level].min_rows and not probe.findings
+    fixed = run_streams([ProbeStream("probe", 0.0, rng), CategoricalStream("s", LAW, LAW, 0.0, rng)],
+                        rows=100, max_detectable_tv=tv, progress=False)
+    need = math.ceil(math.log(0.01) / math.log(1 - tv) - 1e-9)  # fixed rows: at most what sees tv itself
+    assert [r.rows for r in fixed.reports] == [min(100, need), 100]
+    more = run_streams([ProbeStream("probe", 0.0, rng)], rows=100_000, max_detectable_tv=tv, progress=False)
+    assert more.reports[0].rows == need
+
+
+def test_a_certainty_probe_flags_its_impossible_outcome_and_is_read_first_but_cheaply():
+    """Screening reads streams in order: a probe first flags a certain bug after its 4 rows; a bug
+    seen elsewhere pays the probe's 4 screening rows and then the probe waits (far ahead in rows over
+    quota) while the other streams deepen."""
+    rng = np.random.default_rng(8)
+    run = run_streams([ProbeStream("probe", 1.0, rng), CategoricalStream("s", LAW, LAW, 0.0, rng)],
+                      rows=20_000, fail_fast=True, progress=False)
+    assert run.rows == SCREEN_ROWS and run.reports[0].findings[0].certain
+    shifted = np.array([0.5, 0.3, 0.2, 0.0])
+    run = run_streams([ProbeStream("probe", 0.0, rng)] + [CategoricalStream(f"s{i}", LAW, shifted if i == 2 else LAW,
+                                                                            0.0, rng) for i in range(4)],
+                      rows=20_000, fail_fast=True, progress=False)
+    assert run.stop_reason == "fail-fast" and run.reports[3].findings and run.reports[0].rows == SCREEN_ROWS
+
+
 def test_the_design_process_keeps_the_fixed_sample_chernoff_power_at_the_quota():
     """At its planned rows the design bet rejects exactly where N KL(mean || mu) >= ln(2/a): the same
     detectable shift as the fixed-sample test with threshold ln(2/a)."""
