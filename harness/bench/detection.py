@@ -82,7 +82,7 @@ def _how(result: Any) -> tuple[str, Any]:
         if findings:
             return family, findings[0]
     first = result.findings[0]
-    return ("certain" if first.family == "impossible" else "statistical"), first
+    return ("certain" if first.certain else "statistical"), first
 
 
 def specproof_fail_fast(fn: Callable[..., Any], seed: int, cap: int, suite: list[Scenario] | None = None) -> RowsToFlag:

@@ -282,7 +282,7 @@ class _Ledger:
             events=sum(f.size for f in stream.families) + len(self.impossible_labels()),
             tolerance=float(stream.tolerance), detectable_tv=self.detectable_tv(), stopped_early=stopped,
             findings=self.findings, rejected_events=self.rejected, bug_class_evidence=evidence,
-            bug_class_misfit=misfit)
+            bug_class_misfit=misfit, certainty_probe=self.probe)
 
     def impossible_labels(self) -> list[str]:
         return list(getattr(self.stream, "impossible_labels", ())) or list(self.impossible)

@@ -107,6 +107,7 @@ class ScenarioReport:
     bug_class_evidence: dict[str, float] = field(default_factory=dict)  # rule -> log e-value of its excess set
     # rule -> rows * sum over the excess sets of KL(observed mean || the rule's exact mean), nats
     bug_class_misfit: dict[str, float] = field(default_factory=dict)
+    certainty_probe: bool = False  # only impossible outcomes tested; detectable_tv is the rate seen w.p. 0.99
 
     def as_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -179,8 +180,13 @@ class CheckResult:
 
     @property
     def detectable_tv(self) -> float:
-        """Worst (largest) per-scenario detectable TV: a guarantee that holds for every scenario."""
-        return max(s.detectable_tv for s in self.scenarios)
+        """Worst (largest) per-scenario detectable TV of the statistical scenarios (every scenario when
+        all are certainty probes): a guarantee that holds for each of them.  A probe's figure is the
+        rate of probability-0 emissions it sees w.p. 0.99 (:meth:`summary`); the verdict reads both."""
+        return max(s.detectable_tv for s in self._statistical())
+
+    def _statistical(self) -> list[ScenarioReport]:
+        return [s for s in self.scenarios if not s.certainty_probe] or list(self.scenarios)
 
     @property
     def rows(self) -> int:
@@ -288,7 +294,7 @@ class CheckResult:
     def summary(self) -> str:
         rejected = sum(s.rejected_events for s in self.scenarios)
         events = sum(s.events for s in self.scenarios)
-        worst = max(self.scenarios, key=lambda s: s.detectable_tv)
+        worst = max(self._statistical(), key=lambda s: s.detectable_tv)
         head = {
             Verdict.PASS: f"PASS: no drift beyond the dtype's tolerance detected; a deviation of TV "
                           f"{self.max_detectable_tv:g} on a tested event is caught with probability 0.99",
@@ -311,16 +317,20 @@ class CheckResult:
             lines.append(f"  ... {len(findings) - len(shown)} more in --json")
         lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
                      f"(worst scenario: {worst.name}; stated bound {self.max_detectable_tv:g})")
+        for probe in (s for s in self.scenarios if s.certainty_probe and s is not worst):
+            lines.append(f"  certainty probe '{probe.name}' ({probe.rows} rows): probability-0 tokens emitted in at "
+                         f"least {probe.detectable_tv:.3g} of its rows are seen with probability 0.99")
         if self.verdict is Verdict.UNDERPOWERED:
-            blind = [sc for sc in self.scenarios if sc.tolerance >= self.max_detectable_tv]
+            statistical = self._statistical()
+            blind = [sc for sc in statistical if sc.tolerance >= self.max_detectable_tv]
             if blind:
                 low, high = min(sc.tolerance for sc in blind), max(sc.tolerance for sc in blind)
-                where = (f"all {len(blind)} scenarios" if len(blind) == len(self.scenarios) else
+                where = (f"all {len(blind)} statistical scenarios" if len(blind) == len(statistical) else
                          ", ".join(f"'{sc.name}'" for sc in blind[:3]) + (f" and {len(blind) - 3} more"
                                                                           if len(blind) > 3 else ""))
                 lines.append(f"  {self.dtype}'s derived tolerance alone ({low:.3g} to {high:.3g}) is at least the "
                              f"bound on {where}: no sample size reaches it there; check in a wider dtype")
-            if len(blind) < len(self.scenarios):
+            if len(blind) < len(statistical):
                 lines.append("  To reach the bound: raise --samples, or state a larger --max-detectable-tv")
         if self.rows_at_first_flag is not None:
             called = self.verifier_rows_at_first_flag

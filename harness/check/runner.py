@@ -81,7 +81,7 @@ __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "Contra
 REPRODUCIBILITY_ROWS = 256
 INJECTION_ROWS = 512  # rows per injection pass in a check (an edge flags 3-32 of 512 rows in the zoo)
 INJECTION_SECONDS = 8.0  # the injection's share of a default check, for slow verifiers
-INJECTION_PASSES = 21  # passes of inject_check on the default scenarios (1 baseline + edges, 3 scenarios)
+INJECTION_PASSES = 28  # passes of inject_check on the default scenarios (1 baseline + 6 edges, 4 scenarios)
 INJECTION_MIN_ROWS = 64
 INTERLUDE_PASSES = INJECTION_PASSES + 2  # the injection's passes and the reproducibility pair (each at most a pass)
 ZERO_TOKEN = "emitted a token of target probability 0 at its prefix"
@@ -181,7 +181,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         pair = min(repro_cap, pass_rows()) if deadline is None else deadline.pair_rows(min(repro_cap, pass_rows()),
                                                                                share * 2 / INTERLUDE_PASSES)
         if pair:
-            reproducibility.extend(_reproducibility(streams[0], call, pair))
+            reproducibility.extend(_reproducibility(next((s for s in streams if not s.certainty_probe), streams[0]),
+                                                    call, pair))
         else:
             pair_note = deadline.pair_skipped()
         interlude_rows = call.rows - before
@@ -235,7 +236,9 @@ def _injection_findings(injection: Any) -> list[Finding]:
 
 
 def _reproducibility(state: "BatchedStream", call: VerifierCaller, per_scenario: int) -> list[Finding]:
-    """One batch of the first scenario, twice, with generators of the same seed."""
+    """One batch of a scenario, twice, with generators of the same seed (the first statistical one: in
+    the certainty probe every acceptance is decided, ratios 0, 1 or 2, so an acceptance uniform drawn
+    from the global RNG would change nothing there)."""
     n = min(REPRODUCIBILITY_ROWS, per_scenario)
     drafts = state.real.sample_drafts(n, torch.Generator().manual_seed(state.seed % (2**63)))
     seed = state.seed * 7_919 + 2**40
@@ -293,7 +296,7 @@ class BatchedStream:
                  batch_size: int, seed: int, call: VerifierCaller):
         self.index, self.real, self.families, self.seed, self.dtype, self.call = index, real, families, seed, dtype, call
         self.name, self.vocab, self.k = real.scenario.name, real.vocab, real.k
-        self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: probe_quota)
+        self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: plan_quota, _Ledger.rows_for_tv)
         self.tolerance = float(check_tolerance(dtype, real.vocab, real.k))
         self.draft_gen = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
         # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
@@ -327,7 +330,7 @@ class BatchedStream:
     def empty_report(self) -> ScenarioReport:
         """The report of a stream never drawn (a fail-fast run stopped before the statistics)."""
         return ScenarioReport(self.name, self.vocab, self.k, 0, sum(f.size for f in self.families) + 2,
-                              self.tolerance, 1.0, True)
+                              self.tolerance, 1.0, True, certainty_probe=self.certainty_probe)
 
 
 

@@ -306,7 +306,7 @@ def _position_disjoint(name: str) -> Scenario:
     tokens of ``p_i``'s support, so a target row read at the wrong position (every row), an emitted
     rejected draft (a draft of 6 or 7 followed by an accepted one: probability 1/2 per row) or a
     bonus drawn from another row (probability 1/2 per row) emits a token of target probability 0:
-    a certain finding within the screening pass's first rows.  All values are dyadic (exact in
+    a certain finding within the screening pass's first 4 rows with probability 1, 15/16 and 15/16.  All values are dyadic (exact in
     bfloat16).  A certainty probe: only those impossible outcomes are tested here (no event
     families, so no share of alpha), on the rows that see a rate of them of the detectable TV."""
     vocab, k = 8, 2
@@ -336,9 +336,10 @@ def default_suite(*, large_vocab: int = 1000) -> list[Scenario]:
     """The scenarios ``check_verifier`` runs by default (fixed seeds: results are reproducible).
 
     The position-disjoint certainty probe comes first: the screening pass reads the suite in order,
-    and a position mix-up is a certain finding there after a few rows.  Its quota is small (about 250
-    rows at the default bound; engine: ``probe_quota``), so a bug found elsewhere pays its first 4
-    rows and few more: screening deepens a stream only when it is not far ahead in rows over quota.
+    and a position mix-up is a certain finding there in its first 4 rows with probability 1 or 15/16.
+    Its quota is small (254 rows at the default bound: ``engine.plan_quota``), so a bug found
+    elsewhere pays its first 4 rows and few more: screening deepens a stream only when it is not far
+    ahead in rows over quota.
 
     The same Scenario objects are returned on every call, so their exact laws are computed once."""
     return list(_default_suite(large_vocab))

@@ -24,17 +24,17 @@ after all the statistics):
      grows and a failing verifier is flagged as soon as the evidence is conclusive.  The first is a
      certainty probe: each position's target has its own tokens, so a target row read at the wrong
      position, a bonus from another row or an emitted rejected draft emits a probability-0 token (a
-     certain FAIL); it gets the rows that see such a rate of --max-detectable-tv w.p. 0.99.
+     certain FAIL); it gets the rows that see such a rate of 0.9 x --max-detectable-tv w.p. 0.99.
   3. Reproducibility: one batch twice with same-seeded generators; outputs that differ (the
      verifier draws from the global RNG, not from generator) FAIL.
 
 Levels: the default gives each scenario the rows its hardest event needs to see a deviation of
 total variation 0.9 x --max-detectable-tv (0.02 by default); about 0.9M rows, 12 s for
-specproof.impls:canonical_ratio_race on an idle 2-core machine.  --thorough aims at a quarter of it (at least 200,000 rows per
+specproof.impls:canonical_ratio_race on an idle 2-core machine.  --thorough aims at a quarter of it (the probe aside, at least 200,000 rows per
 scenario; for nightly runs).  --time-budget S spends S seconds instead, the whole check included, and
 says what they could see; a tenth of it (at most 8 s) goes to the reproducibility pair and the
 injection, whose passes shrink to fit it: those that do not fit are listed as NOT run.
---samples N fixes the rows per scenario.
+--samples N fixes the rows per scenario (the certainty probe: at most the rows it needs for the bound).
 
 Exit codes:
   0  PASS: no drift beyond the dtype's tolerance, and the run had the power to see a deviation of

@@ -238,7 +238,7 @@ def test_a_deadline_fits_passes_at_the_measured_rate_and_shrinks_the_reproducibi
 @pytest.mark.parametrize("seconds_per_row, budget, pair_ran", [(0.02, 10.0, True), (0.1, 5.0, False)])
 def test_a_time_budget_bounds_the_interlude_of_a_slow_verifier_and_lists_what_it_skipped(seconds_per_row, budget,
                                                                                          pair_ran):
-    """At 0.02 s a row the injection's 21 passes of at least 64 rows would take 27 s; under a 10 s
+    """At 0.02 s a row the injection's 28 passes of at least 64 rows would take 36 s; under a 10 s
     budget the interlude gets 1 s (a tenth), so passes are skipped and listed, and the check ends near
     the budget (the slack allows a batch of the streams and a loaded machine).  At 0.1 s a row not even
     the pair's two runs of 8 rows fit its share of a 5 s budget: it is skipped, and said."""
@@ -363,6 +363,34 @@ def test_a_certainty_probe_leaves_the_statistical_streams_rows_as_they_were():
     assert with_probe.scenarios[0].rows == 4 and not with_probe.scenarios[0].findings
     assert [s.rows for s in with_probe.scenarios[1:]] == [s.rows for s in without.scenarios]
     assert with_probe.rows == without.rows + 4 and with_probe.findings[0].line() == without.findings[0].line()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_exact_rules_never_emit_a_probability_0_token_in_the_probe(dtype):
+    """The probe's tables are dyadic (exact in every dtype): the exact rules pass it at its quota."""
+    for name in ("canonical-ratio-race", "canonical-ratio-invcdf", "canonical-log-race", "block", "vllm-v1-layout",
+                 "flashinfer-layout"):
+        result = check_verifier(get(name).fn, scenarios=default_suite()[:1], samples=2_000, dtype=dtype,
+                                inject=False, max_detectable_tv=0.02)
+        assert result.verdict == Verdict.PASS and not result.findings, (name, dtype)
+        assert result.scenarios[0].rows == 228 and result.scenarios[0].certainty_probe
+
+
+def test_the_injection_passes_the_interlude_plans_for_are_those_of_the_default_check():
+    from specproof.harness.check.injection import zero_target_scenarios
+    from specproof.harness.check.runner import INJECTION_PASSES
+
+    result = check_verifier(get("canonical-ratio-race").fn, samples=64, max_detectable_tv=1.0)
+    assert result.injection["passes"] == INJECTION_PASSES == 7 * len(zero_target_scenarios())
+
+
+def test_a_fixed_samples_pass_names_its_worst_statistical_scenario_and_states_the_probe_apart():
+    result = check_verifier(get("canonical-ratio-race").fn, samples=12_000, max_detectable_tv=0.05, inject=False)
+    text = result.summary()
+    assert result.verdict == Verdict.PASS and "worst scenario: position-disjoint" not in text
+    probe = result.scenarios[0]
+    assert result.detectable_tv == max(s.detectable_tv for s in result.scenarios[1:]) < 0.05
+    assert f"certainty probe 'position-disjoint supports' ({probe.rows} rows)" in text and probe.rows == 90
 
 
 @pytest.mark.parametrize("name", POSITION_MIX_UPS)

@@ -114,25 +114,28 @@ class ProbeStream:
         return RowBatch(rows, [], {"zero-token": int(self.rng.binomial(rows, self.rate))})
 
 
-@pytest.mark.parametrize("level, tv", [("default", 0.02), ("default", 0.05), ("thorough", 0.02)])
-def test_a_certainty_probe_gets_the_rows_that_see_an_impossible_rate_of_the_target_tv(level, tv):
-    """ceil(ln 0.01 / ln(1 - r)) rows for r = tv_factor * tv (no level minimum), at most a fixed
-    ``rows``, and its detectable TV is the rate those rows see with probability 0.99."""
+@pytest.mark.parametrize("level, tv, quota, fixed_quota", [("default", 0.02, 254, 228), ("default", 0.05, 101, 90),
+                                                           ("thorough", 0.02, 919, 228)])
+def test_a_certainty_probe_gets_the_rows_that_see_an_impossible_rate_of_the_target_tv(level, tv, quota, fixed_quota):
+    """ceil(ln 0.01 / ln(1 - r)) rows for r = tv_factor * tv (no level minimum; worked out by hand:
+    ln 100 / 0.018164 = 253.5, / 0.046044 = 100.02, / 0.0050125 = 918.7), at most a fixed ``rows``
+    (then r = tv: ln 100 / 0.020203 = 227.9, / 0.051293 = 89.8), and its detectable TV is the rate
+    those rows see with probability 0.99."""
     rng = np.random.default_rng(7)
     target = LEVELS[level].tv_factor * tv
     run = run_streams([ProbeStream("probe", 0.0, rng), CategoricalStream("s", LAW, LAW, 0.0, rng)],
                       level=level, max_detectable_tv=tv, progress=False)
     probe, other = run.reports
-    assert probe.rows == math.ceil(math.log(0.01) / math.log(1 - target) - 1e-9) < LEVELS[level].min_rows
+    assert probe.certainty_probe and not other.certainty_probe
+    assert probe.rows == quota < LEVELS[level].min_rows
     assert probe.detectable_tv == pytest.approx(1 - 0.01 ** (1 / probe.rows)) and probe.detectable_tv <= target
     assert (1 - probe.detectable_tv) ** probe.rows == pytest.approx(0.01)
     assert other.rows >= LEVELS[level].min_rows and not probe.findings
     fixed = run_streams([ProbeStream("probe", 0.0, rng), CategoricalStream("s", LAW, LAW, 0.0, rng)],
                         rows=100, max_detectable_tv=tv, progress=False)
-    need = math.ceil(math.log(0.01) / math.log(1 - tv) - 1e-9)  # fixed rows: at most what sees tv itself
-    assert [r.rows for r in fixed.reports] == [min(100, need), 100]
+    assert [r.rows for r in fixed.reports] == [min(100, fixed_quota), 100]  # at most what sees tv itself
     more = run_streams([ProbeStream("probe", 0.0, rng)], rows=100_000, max_detectable_tv=tv, progress=False)
-    assert more.reports[0].rows == need
+    assert more.reports[0].rows == fixed_quota
 
 
 def test_a_certainty_probe_flags_its_impossible_outcome_and_is_read_first_but_cheaply():
