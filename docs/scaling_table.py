@@ -4,7 +4,8 @@
     python docs/scaling_table.py --driver [--samples 20000] [--workers 2]   # needs Ray
 
 For W workers drawing ``rate`` rows/s each for ``hours``, the default check's 13 statistical scenarios
-get ``N = W * rate * 3600 * hours / 13`` rows each (the certainty probe's few hundred rows are left out) (a --samples run); a scenario's detectable TV is
+get ``N = W * rate * 3600 * hours / 13`` rows each (a --samples run; the certainty probe's few hundred
+rows are left out); a scenario's detectable TV is
 ``tau + detectable_shift(p, N, ln(1/a) + ln 2, tau)`` on its hardest event (mean nearest 1/2), the
 formula ``engine._Ledger.rows_for_tv`` plans quotas with; the check's is the worst scenario's.
 

@@ -328,11 +328,17 @@ class _Ledger:
         return samples_for_shift(shift, p, float(thr) + LN2, self.stream.tolerance, limit=cap)
 
 
-def plan_quota(ledger: _Ledger, level: Level, max_detectable_tv: float) -> int:
-    """Rows per stream for a level: enough for ``tv_factor * max_detectable_tv``, within its bounds
-    (a certainty probe: just enough)."""
+def plan_quota(ledger: _Ledger, level: Level, max_detectable_tv: float, rows: int | None = None) -> int:
+    """Rows per stream: ``rows`` when fixed, else enough for ``tv_factor * max_detectable_tv`` within
+    the level's bounds; a certainty probe gets just enough (for ``max_detectable_tv`` itself, at most
+    ``rows``, when the rows are fixed)."""
+    if ledger.probe:
+        return ledger.rows_for_tv(max_detectable_tv, rows) if rows is not None else \
+            ledger.rows_for_tv(level.tv_factor * max_detectable_tv, level.max_rows)
+    if rows is not None:
+        return rows
     need = ledger.rows_for_tv(level.tv_factor * max_detectable_tv, level.max_rows)
-    return need if ledger.probe else int(min(level.max_rows, max(level.min_rows, need)))
+    return int(min(level.max_rows, max(level.min_rows, need)))
 
 
 def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | None = None,
@@ -361,9 +367,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     start = clock()
     ledgers = [_Ledger(s, thr) for s, thr in zip(streams, alpha_shares(streams, alpha))]
     lvl = LEVELS[level]
-    for ledger in ledgers:  # a probe's fixed rows: at most what sees max_detectable_tv
-        ledger.plan(plan_quota(ledger, lvl, max_detectable_tv) if rows is None else
-                    min(rows, ledger.rows_for_tv(max_detectable_tv, rows)) if ledger.probe else rows)
+    for ledger in ledgers:
+        ledger.plan(plan_quota(ledger, lvl, max_detectable_tv, rows))
     bar = RowProgress(progress, sum(l.quota for l in ledgers))
     first_flag: int | None = None
     reason = "complete"

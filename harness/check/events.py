@@ -53,7 +53,7 @@ from specproof.harness.exact.reference import takes_logs
 from specproof.harness.exact.tolerances import draft_sampling_tolerance
 from specproof.harness.check.bet_products import every_token_family
 from specproof.harness.check.event_family import FLOOR_FAMILY, EventFamily, decode_sequences
-from specproof.harness.check.scenarios import CERTAINTY_PROBE, Realisation, sequence_codes
+from specproof.harness.check.scenarios import Realisation, sequence_codes
 
 __all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference",
            "impossible_rows"]
@@ -395,8 +395,8 @@ def _conforms_family(real: Realisation, rule: StepRule) -> EventFamily:
 
 def build_families(real: Realisation, rule: str | StepRule | None = None) -> list[EventFamily]:
     """The families tested on one realised scenario (``rule``: also test conformance to it); none on a
-    certainty probe (``scenarios.CERTAINTY_PROBE``: only its impossible outcomes are tested)."""
-    if CERTAINTY_PROBE in real.scenario.tags:
+    certainty probe (``Scenario.certainty_probe``: only its impossible outcomes are tested)."""
+    if real.scenario.certainty_probe:
         return []
     lossless = _lossless_family(real)
     families = [lossless, _first_token_family(real)]

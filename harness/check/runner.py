@@ -296,7 +296,7 @@ class BatchedStream:
                  batch_size: int, seed: int, call: VerifierCaller):
         self.index, self.real, self.families, self.seed, self.dtype, self.call = index, real, families, seed, dtype, call
         self.name, self.vocab, self.k = real.scenario.name, real.vocab, real.k
-        self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: plan_quota, _Ledger.rows_for_tv)
+        self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: plan_quota)
         self.tolerance = float(check_tolerance(dtype, real.vocab, real.k))
         self.draft_gen = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
         # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
