@@ -180,6 +180,13 @@ def _detection(data: dict[str, Any]) -> list[str]:
                   f"doubling schedule up to {null['looks'][-1]:,} rows (no time limit) in {null['schedule_alarms']:,} "
                   f"({null['schedule_rate']:.2g}); its asymptotic p-value is not valid at a few dozen rows, "
                   f"so its rows are not those of a test at level {null['alpha_test']:g}.", ""]
+    matched = det.get("matched_level")
+    if matched and matched["members"]:
+        per = ", ".join(f"{k} {v['ratio']:.2g}" for k, v in matched["members"].items())
+        lines += [f"At that real level: specproof run at family-wise alpha {matched['alpha']:.2g} (the chi-square's "
+                  f"schedule rate; not a goal, which holds specproof at 1e-6), chi-square rows / specproof test rows "
+                  f"where both catch (medians over seeds {_seed_range(matched['seeds'])}): min "
+                  f"{matched['min_ratio']:.3g} ({per}).", ""]
     return lines
 
 

@@ -71,12 +71,13 @@ from specproof.harness.check.injection import inject_check
 from specproof.harness.check.result import (DEFAULT_MAX_DETECTABLE_TV, DEFAULT_SAMPLES, DEFAULT_TIMEOUT, CheckResult,
                                             Finding, ScenarioReport, Verdict, interlude_note)
 from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
+from specproof.harness.check.statistics import rows_to_see_rate
 from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.exact.tolerances import check_tolerance
 
 __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "ContractViolation",
            "VerifierError", "Verdict", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT", "DEFAULT_MAX_DETECTABLE_TV",
-           "impossible_rows", "BatchedStream", "LEVELS"]
+           "impossible_rows", "BatchedStream", "LEVELS", "rows_per_scenario"]
 
 REPRODUCIBILITY_ROWS = 256
 INJECTION_ROWS = 512  # rows per injection pass in a check (an edge flags 3-32 of 512 rows in the zoo)
@@ -101,7 +102,8 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
 
     ``verify`` is executed in this process with the caller's rights.
     ``level``: ``"default"`` or ``"thorough"`` (rows per scenario from the power they must reach);
-    ``samples``: rows per scenario instead; ``budget``: total rows split evenly; ``time_budget``:
+    ``samples``: rows per scenario instead; ``budget``: total rows, split evenly over the
+    statistical scenarios after a certainty probe's few (:func:`rows_per_scenario`); ``time_budget``:
     seconds to spend (rows where the evidence grows, quotas equalising the detectable TV).
     ``rule``: also require the emission law of this single-step rule (e.g. ``"canonical"``).
     ``timeout``: seconds allowed per verifier call (default 120; enforced on the main thread on POSIX
@@ -133,8 +135,12 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         suite = default_suite()
     if not suite:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
-    per_scenario = samples if samples is not None else (budget // len(suite) if budget else None)
+    per_scenario = samples if samples is not None else (
+        rows_per_scenario(budget, suite, max_detectable_tv) if budget is not None else None)
     if per_scenario is not None and per_scenario < 64:
+        if samples is None:
+            raise SpecproofInputError("budget", f"{budget} rows give {per_scenario} rows per scenario: too few",
+                                      f"use at least {64 * len(suite)} rows (64 per scenario)")
         raise SpecproofInputError("samples", f"{per_scenario} rows per scenario is too few",
                                   "use at least 64 rows per scenario")
     if not 0 < alpha < 1:
@@ -270,6 +276,19 @@ def stream_numbers(suite: list[Scenario]) -> list[int]:
 
 
 _PREPARED: dict[tuple[int, str, str, str | None], tuple[Scenario, Realisation, list[EventFamily]]] = {}
+
+
+def rows_per_scenario(budget: int, suite: list[Scenario], max_detectable_tv: float) -> int:
+    """Rows per scenario that spend at most ``budget`` in all.  A certainty probe takes ``min(R, rows)``
+    with ``R = rows_to_see_rate(max_detectable_tv)`` (:func:`.engine.plan_quota`), so when every
+    scenario can have ``R`` rows the ``S`` statistical ones share what the ``P`` probes leave,
+    ``(budget - P R) // S``; else all get ``budget // (P + S)``."""
+    probes = sum(1 for s in suite if s.certainty_probe)
+    statistical = len(suite) - probes
+    seen = rows_to_see_rate(max_detectable_tv)
+    if statistical and budget >= len(suite) * seen:
+        return int((budget - probes * seen) // statistical)
+    return budget // len(suite)
 
 
 def _prepared(scenario: Scenario, dtype: str, device: str,

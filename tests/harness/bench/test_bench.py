@@ -166,6 +166,12 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert all(v["flagged_seeds"] == 0 for v in det["false_alarms"].values())
     null = det["chi_square_null"]
     assert null["looks"][-1] <= TINY.detection_row_budget and null["schedule_alarms"] >= null["first_look_alarms"] > 0
+    # specproof at the chi-square's real level, on the member both catch (a certain finding: the same 4 rows)
+    matched = det["matched_level"]
+    assert matched["alpha"] == null["schedule_rate"] and set(matched["members"]) == {"continue-after-rejection"}
+    entry = matched["members"]["continue-after-rejection"]
+    assert entry["test_rows"] == [caught["median_test_rows"]] == [4]
+    assert entry["ratio"] == matched["min_ratio"] == entry["chi_square_rows"] / 4
 
     cpu = data["throughput"]["devices"]["cpu"]
     assert set(cpu) == {"V32", "V64"} and "cuda" not in data["throughput"]["devices"]
@@ -227,6 +233,25 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     for column in ("N* (how, scenario)", "specproof/N*", "test/N*", "chi-square/N*", "runtime/N*"):
         assert column in md
     assert "'disjoint supports'" in md and "Goals (issue 16)" in md
+    assert "At that real level: specproof run at family-wise alpha" in md
+
+
+def test_matched_level_runs_specproof_at_the_given_alpha_on_members_both_catch():
+    from specproof.harness.bench.detection import matched_level, specproof_fail_fast
+
+    caught = {"caught": True, "median_rows": 512}
+    records = {"resample-from-target": {"methods": {"specproof": caught, "chi-square-first-token": caught}},
+               "le-ratio-invcdf": {"methods": {"specproof": caught,
+                                               "chi-square-first-token": {"caught": False, "median_rows": None}}}}
+    suite = default_suite()[1:4]
+    loose = matched_level(records, (0, 1, 2), 2_000, suite, 0.05)
+    assert set(loose["members"]) == {"resample-from-target"} and loose["alpha"] == 0.05
+    a = loose["members"]["resample-from-target"]
+    assert a["test_rows"] == [specproof_fail_fast(RESAMPLE_FROM_P, s, 2_000, suite, alpha=0.05).flagged.test_rows
+                              for s in (0, 1, 2)]
+    assert a["median_test_rows"] == float(np.median(a["test_rows"]))
+    assert a["ratio"] == pytest.approx(512 / a["median_test_rows"]) and loose["min_ratio"] == a["ratio"]
+    assert matched_level(records, (0,), 2_000, suite, 0.0) is None  # no alarm measured: no level to match
 
 
 def _parser():

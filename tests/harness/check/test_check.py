@@ -12,6 +12,7 @@ from specproof.harness import (ContractViolation, Scenario, VerifierError, asser
 from specproof.harness.check.runner import Verdict
 from specproof.harness.check.statistics import bernoulli_kl, event_test, rejection_threshold
 from specproof.impls import get, implementations
+from specproof.proofs.errors import SpecproofInputError
 
 import cli_targets
 
@@ -179,8 +180,6 @@ def test_api_has_a_default_timeout_and_tells_the_verifiers_own_timeout_apart():
 
 
 def test_bad_arguments():
-    from specproof.harness import SpecproofInputError
-
     for kwargs in ({"samples": 10}, {"alpha": 2.0}, {"dtype": "int8"}, {"device": "tpu"},
                    {"device": "meta"}, {"device": "mps"}, {"timeout": float("nan")}, {"timeout": float("inf")},
                    {"seed": 10**25}, {"seed": -1}, {"max_detectable_tv": 0.0}, {"max_detectable_tv": 1.5},
@@ -391,6 +390,24 @@ def test_a_fixed_samples_pass_names_its_worst_statistical_scenario_and_states_th
     probe = result.scenarios[0]
     assert result.detectable_tv == max(s.detectable_tv for s in result.scenarios[1:]) < 0.05
     assert f"certainty probe 'position-disjoint supports' ({probe.rows} rows)" in text and probe.rows == 90
+
+
+def test_a_row_budget_is_spent_on_the_statistical_scenarios_past_the_probe_s_few_rows():
+    """budget=B: the probe takes the 90 rows that see a rate of 0.05 (ceil(ln 0.01 / ln 0.95)), the 13
+    statistical scenarios share the rest; at most B rows in all, and not a probe's share left unspent."""
+    from specproof.harness.check.runner import rows_per_scenario
+
+    suite = default_suite()
+    assert sum(s.certainty_probe for s in suite) == 1 and len(suite) == 14
+    assert rows_per_scenario(14_000, suite, 0.05) == (14_000 - 90) // 13 == 1_070
+    assert rows_per_scenario(14 * 90 - 1, suite, 0.05) == (14 * 90 - 1) // 14  # below the probe's rows: even
+    assert rows_per_scenario(14_000, suite[1:], 0.05) == 14_000 // 13  # no probe: the even split
+    assert rows_per_scenario(500, suite[:1], 0.05) == 500  # a probe alone
+    result = check_verifier(get("canonical-ratio-race").fn, budget=14_000, max_detectable_tv=0.05, inject=False)
+    rows = [s.rows for s in result.scenarios]
+    assert result.samples == 1_070 and rows == [90] + [1_070] * 13 and 14_000 - 13 <= sum(rows) <= 14_000
+    with pytest.raises(SpecproofInputError, match="budget.*0 rows give 0 rows per scenario.*at least 896 rows"):
+        check_verifier(get("canonical-ratio-race").fn, budget=0)
 
 
 @pytest.mark.parametrize("name", POSITION_MIX_UPS)
