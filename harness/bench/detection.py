@@ -23,7 +23,9 @@ on the exact RNG grid (:func:`~specproof.harness.drift.grid.measure_grid`, no sa
 default suite's enumerable scenarios; the first verdict other than exact/within tolerance is
 reported.  False alarms: the same runs on the exact float32 implementation (``canonical-ratio-race``),
 and the chi-square baseline's own procedure on ``CHI_SQUARE_NULL_TRIALS`` simulated null trials
-(:func:`~.baselines.chi_square_null_rate`: its real false-alarm rate, against its nominal 1e-6).
+(:func:`~.baselines.chi_square_null_rate`: its real false-alarm rate, against its nominal 1e-6); then, on
+the members both catch, specproof at that measured rate as its family-wise alpha
+(:func:`matched_level`: the two tests at one false-alarm rate, beside the goal's comparison at 1e-6).
 
 Goals (issue 16): every member caught by specproof's black-box path; ``rows / N*`` (median over at
 least 5 seeds) with median at most 4 and maximum at most 10 over the members with ``N* >= 30`` whose
