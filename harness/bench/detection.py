@@ -52,7 +52,7 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.bench.baselines import BASELINES, CountingVerifier, Flag, RowsToFlag, chi_square_null_rate
 from specproof.harness.bench.event_limit import event_limit_table
 from specproof.harness.bench.oracle import oracle_table
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.runner import MIN_ROWS, check_verifier
 from specproof.harness.drift.grid import GridVerdict, measure_grid
 from specproof.harness.check.scenarios import Scenario, default_suite
 
@@ -65,12 +65,12 @@ CHI_SQUARE = "chi-square-first-token"
 CONTROL = "canonical-ratio-race"
 CHECK_DTYPE, CHECK_ALPHA = "float32", 1e-6  # what the bench's checks and their event limit both use
 STREAM_KINDS = ("statistical", "certain")  # findings of the anytime-valid streams themselves
-MIN_SAMPLES = 64  # check_verifier's smallest rows per scenario
 CHI_SQUARE_NULL_TRIALS = 40_000  # ~270 alarms at its measured rate: the rate to about 6%
 ORACLE_FLOOR = 30  # the rows-to-N* goals cover members with N* at least this (issue 16)
 GOAL_MEDIAN, GOAL_MAX = 4.0, 10.0
 GOAL_SEEDS = 5
-SPECPROOF_TEXT = ("check_verifier, default suite ({n} scenarios: {probes}context-free, prefix-dependent, edge and adversarial pairs), float32, alpha 1e-6 family-wise, RNG edge injection on, one fail_fast "
+SPECPROOF_TEXT = ("check_verifier, default suite ({n} scenarios: {probes}context-free, prefix-dependent, edge "
+                  "and adversarial pairs), float32, alpha 1e-6 family-wise, RNG edge injection on, one fail_fast "
                   "run per seed capped at {cap:,} rows per scenario; rows: every row the verifier was called "
                   "with (streams, and reproducibility and injection when reached); test rows: the anytime-valid streams' own")
 
@@ -175,7 +175,7 @@ def missing_extra(record: Any) -> str | None:
 
 def _run_methods(fn: Callable[..., Any], seeds: tuple[int, ...], budget: int, time_limit: float | None,
                  suite: list[Scenario], specproof_seeds: tuple[int, ...] | None = None) -> dict[str, dict[str, Any]]:
-    cap = max(MIN_SAMPLES, budget // len(suite))
+    cap = max(MIN_ROWS, budget // len(suite))
     out = {SPECPROOF: _method_record({s: specproof_fail_fast(fn, s, cap, suite) for s in specproof_seeds or seeds})}
     for name, (_, run) in BASELINES.items():
         out[name] = _method_record({s: run(fn, s, budget, time_limit) for s in seeds})
@@ -217,9 +217,9 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
     if specproof_seeds is not None and (not specproof_seeds or list(specproof_seeds[:len(seeds)]) != list(seeds)):
         raise SpecproofInputError("specproof_seeds", f"{specproof_seeds} does not begin with the seeds {seeds}",
                                   "pass the baselines' seeds followed by more, e.g. tuple(range(30))")
-    if row_budget < len(default_suite()) * MIN_SAMPLES:
+    if row_budget < len(default_suite()) * MIN_ROWS:
         raise SpecproofInputError("row_budget", f"{row_budget} rows is below specproof's smallest run "
-                                  f"({len(default_suite()) * MIN_SAMPLES} rows)", "pass at least 2^10")
+                                  f"({len(default_suite()) * MIN_ROWS} rows)", "pass at least 2^10")
     say = progress or (lambda _msg: None)
     zoo = implementations(contract="batched", expected_exact=False)
     if members is not None:
@@ -255,7 +255,7 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
                                 "grid": grid, "caught_by_grid_only": bool(grid and grid["caught"]),
                                 "oracle": entry, "event_limit": limits.get(record.name),
                                 "ratios_to_n_star": _ratios(methods, entry, limits.get(record.name))}
-    cap = max(MIN_SAMPLES, row_budget // len(suite))
+    cap = max(MIN_ROWS, row_budget // len(suite))
     say("detection: specproof at the chi-square's real level")
     matched = matched_level(records, seeds, cap, suite, chi_square_null["schedule_rate"])
     return {"methods": {SPECPROOF: SPECPROOF_TEXT.format(n=len(suite), probes=_probe_text(suite), cap=cap),
@@ -273,7 +273,7 @@ def matched_level(records: dict[str, Any], seeds: tuple[int, ...], cap: int, sui
     """specproof against the chi-square at one false-alarm rate: on every member both catch, specproof's
     fail-fast test rows at family-wise ``alpha = level`` (the chi-square's measured rate over its
     schedule, :func:`~.baselines.chi_square_null_rate`) over ``seeds``, and chi-square rows / their
-    median.  Not a goal (the goal holds specproof at 1e-6); it separates what the 1e-6 guarantee costs
+    median (the denominator of the test-rows goal; ``None`` where that median is infinite).  Not a goal (the goal holds specproof at 1e-6); it separates what the 1e-6 guarantee costs
     from what the search over the suite's scenarios costs.  None when the measured rate is 0 or 1."""
     if not 0 < level < 1:
         return None
@@ -288,10 +288,11 @@ def matched_level(records: dict[str, Any], seeds: tuple[int, ...], cap: int, sui
             flag = specproof_fail_fast(fn, s, cap, suite, alpha=level).flagged
             rows.append(math.inf if flag is None or flag.test_rows is None else flag.test_rows)
         mine = _median(rows)  # a seed that never flagged counts as infinitely many rows
+        caught = math.isfinite(mine)  # not caught at this level within the cap: no ratio
         per[name] = {"test_rows": [r if math.isfinite(r) else None for r in rows],
-                     "median_test_rows": mine if math.isfinite(mine) else None,
-                     "chi_square_rows": theirs["median_rows"], "ratio": theirs["median_rows"] / mine}
-    ratios = [v["ratio"] for v in per.values()]
+                     "median_test_rows": mine if caught else None, "chi_square_rows": theirs["median_rows"],
+                     "ratio": theirs["median_rows"] / mine if caught else None}
+    ratios = [v["ratio"] for v in per.values() if v["ratio"] is not None]
     return {"alpha": level, "seeds": list(seeds), "members": per, "min_ratio": min(ratios) if ratios else None}
 
 

@@ -182,11 +182,12 @@ def _detection(data: dict[str, Any]) -> list[str]:
                   f"so its rows are not those of a test at level {null['alpha_test']:g}.", ""]
     matched = det.get("matched_level")
     if matched and matched["members"]:
-        per = ", ".join(f"{k} {v['ratio']:.2g}" for k, v in matched["members"].items())
+        per = ", ".join(f"{k} {v['ratio']:.2g}" if v["ratio"] is not None else f"{k} not caught"
+                        for k, v in matched["members"].items())
         lines += [f"At that real level: specproof run at family-wise alpha {matched['alpha']:.2g} (the chi-square's "
                   f"schedule rate; not a goal, which holds specproof at 1e-6), chi-square rows / specproof test rows "
                   f"where both catch (medians over seeds {_seed_range(matched['seeds'])}): min "
-                  f"{matched['min_ratio']:.3g} ({per}).", ""]
+                  f"{_num(matched['min_ratio'])} ({per}).", ""]
     return lines
 
 

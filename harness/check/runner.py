@@ -77,13 +77,14 @@ from specproof.harness.exact.tolerances import check_tolerance
 
 __all__ = ["check_verifier", "CheckResult", "Finding", "ScenarioReport", "ContractViolation",
            "VerifierError", "Verdict", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT", "DEFAULT_MAX_DETECTABLE_TV",
-           "impossible_rows", "BatchedStream", "LEVELS", "rows_per_scenario"]
+           "impossible_rows", "BatchedStream", "LEVELS", "rows_per_scenario", "smallest_budget"]
 
 REPRODUCIBILITY_ROWS = 256
 INJECTION_ROWS = 512  # rows per injection pass in a check (an edge flags 3-32 of 512 rows in the zoo)
 INJECTION_SECONDS = 8.0  # the injection's share of a default check, for slow verifiers
 INJECTION_PASSES = 28  # passes of inject_check on the default scenarios (1 baseline + 6 edges, 4 scenarios)
 INJECTION_MIN_ROWS = 64
+MIN_ROWS = 64  # the fewest rows per scenario a check accepts (samples, or what a budget gives)
 INTERLUDE_PASSES = INJECTION_PASSES + 2  # the injection's passes and the reproducibility pair (each at most a pass)
 ZERO_TOKEN = "emitted a token of target probability 0 at its prefix"
 MISMATCH = "emitted tokens before the last that are not the drafted ones"
@@ -102,8 +103,9 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
 
     ``verify`` is executed in this process with the caller's rights.
     ``level``: ``"default"`` or ``"thorough"`` (rows per scenario from the power they must reach);
-    ``samples``: rows per scenario instead; ``budget``: total rows, split evenly over the
-    statistical scenarios after a certainty probe's few (:func:`rows_per_scenario`); ``time_budget``:
+    ``samples``: rows per scenario instead; ``budget``: total stream rows, split evenly over
+    the statistical scenarios after a certainty probe's few (:func:`rows_per_scenario`; the
+    reproducibility pair and the injection come on top; at least :func:`smallest_budget`); ``time_budget``:
     seconds to spend (rows where the evidence grows, quotas equalising the detectable TV).
     ``rule``: also require the emission law of this single-step rule (e.g. ``"canonical"``).
     ``timeout``: seconds allowed per verifier call (default 120; enforced on the main thread on POSIX
@@ -135,14 +137,17 @@ def check_verifier(verify: Callable[..., Any], *, dtype: Any = "float32", device
         suite = default_suite()
     if not suite:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+        raise SpecproofInputError("budget", f"{budget!r} is not a whole number of rows", "pass an int, e.g. 100_000")
     per_scenario = samples if samples is not None else (
         rows_per_scenario(budget, suite, max_detectable_tv) if budget is not None else None)
-    if per_scenario is not None and per_scenario < 64:
+    if per_scenario is not None and per_scenario < MIN_ROWS:
         if samples is None:
             raise SpecproofInputError("budget", f"{budget} rows give {per_scenario} rows per scenario: too few",
-                                      f"use at least {64 * len(suite)} rows (64 per scenario)")
+                                      f"use at least {smallest_budget(suite, max_detectable_tv)} rows "
+                                      f"({MIN_ROWS} per statistical scenario)")
         raise SpecproofInputError("samples", f"{per_scenario} rows per scenario is too few",
-                                  "use at least 64 rows per scenario")
+                                  f"use at least {MIN_ROWS} rows per scenario")
     if not 0 < alpha < 1:
         raise SpecproofInputError("alpha", f"{alpha} is not in (0, 1)", "use e.g. 1e-6")
     if batch_size < 1:
@@ -279,16 +284,30 @@ _PREPARED: dict[tuple[int, str, str, str | None], tuple[Scenario, Realisation, l
 
 
 def rows_per_scenario(budget: int, suite: list[Scenario], max_detectable_tv: float) -> int:
-    """Rows per scenario that spend at most ``budget`` in all.  A certainty probe takes ``min(R, rows)``
-    with ``R = rows_to_see_rate(max_detectable_tv)`` (:func:`.engine.plan_quota`), so when every
-    scenario can have ``R`` rows the ``S`` statistical ones share what the ``P`` probes leave,
-    ``(budget - P R) // S``; else all get ``budget // (P + S)``."""
+    """Stream rows per scenario that spend at most ``budget`` stream rows in all (the reproducibility
+    pair and the RNG edge injection come on top).  A certainty probe takes ``min(R, rows)`` with ``R =
+    rows_to_see_rate(max_detectable_tv)`` (:func:`.engine.plan_quota`), so when every scenario can have
+    ``R`` rows the ``S`` statistical ones share what the ``P`` probes leave, ``(budget - P R) // S``;
+    else (and for a suite of probes only) all get ``budget // (P + S)``."""
+    if not suite:
+        raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
     probes = sum(1 for s in suite if s.certainty_probe)
     statistical = len(suite) - probes
     seen = rows_to_see_rate(max_detectable_tv)
     if statistical and budget >= len(suite) * seen:
         return int((budget - probes * seen) // statistical)
     return budget // len(suite)
+
+
+def smallest_budget(suite: list[Scenario], max_detectable_tv: float) -> int:
+    """The smallest ``budget`` whose :func:`rows_per_scenario` is at least ``MIN_ROWS`` (64): ``64 (P +
+    S)`` when ``R >= 64`` (or without statistical scenarios), else ``P R + 64 S``."""
+    probes = sum(1 for s in suite if s.certainty_probe)
+    statistical = len(suite) - probes
+    seen = rows_to_see_rate(max_detectable_tv)
+    if seen >= MIN_ROWS or not statistical:
+        return MIN_ROWS * len(suite)
+    return int(probes * seen + MIN_ROWS * statistical)
 
 
 def _prepared(scenario: Scenario, dtype: str, device: str,

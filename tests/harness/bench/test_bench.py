@@ -250,8 +250,15 @@ def test_matched_level_runs_specproof_at_the_given_alpha_on_members_both_catch()
     assert a["test_rows"] == [specproof_fail_fast(RESAMPLE_FROM_P, s, 2_000, suite, alpha=0.05).flagged.test_rows
                               for s in (0, 1, 2)]
     assert a["median_test_rows"] == float(np.median(a["test_rows"]))
+    strict = [specproof_fail_fast(RESAMPLE_FROM_P, s, 2_000, suite).flagged.test_rows for s in (0, 1, 2)]
+    assert a["test_rows"] != strict  # the level reached the runs (a certain finding would not show it)
     assert a["ratio"] == pytest.approx(512 / a["median_test_rows"]) and loose["min_ratio"] == a["ratio"]
     assert matched_level(records, (0,), 2_000, suite, 0.0) is None  # no alarm measured: no level to match
+    # a member both caught at 1e-6 but not at the matched level within the cap: no ratio, and not a 0 minimum
+    # (min-p on the bonus row: about 90 rows in its best scenario, and it never emits a probability-0 token)
+    missed = {"min-p-bonus-only": {"methods": {"specproof": caught, "chi-square-first-token": caught}}}
+    entry = matched_level(missed, (0,), 64, suite, 1e-6)
+    assert entry["members"]["min-p-bonus-only"]["ratio"] is None and entry["min_ratio"] is None
 
 
 def _parser():

@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from specproof.harness import (ContractViolation, Scenario, VerifierError, assert_lossless, check_verifier,
@@ -394,20 +396,47 @@ def test_a_fixed_samples_pass_names_its_worst_statistical_scenario_and_states_th
 
 def test_a_row_budget_is_spent_on_the_statistical_scenarios_past_the_probe_s_few_rows():
     """budget=B: the probe takes the 90 rows that see a rate of 0.05 (ceil(ln 0.01 / ln 0.95)), the 13
-    statistical scenarios share the rest; at most B rows in all, and not a probe's share left unspent."""
+    statistical scenarios share the rest; at most B stream rows in all, and no probe's share unspent."""
     from specproof.harness.check.runner import rows_per_scenario
 
     suite = default_suite()
-    assert sum(s.certainty_probe for s in suite) == 1 and len(suite) == 14
+    probe = suite[0]
+    assert probe.certainty_probe and not any(s.certainty_probe for s in suite[1:]) and len(suite) == 14
     assert rows_per_scenario(14_000, suite, 0.05) == (14_000 - 90) // 13 == 1_070
     assert rows_per_scenario(14 * 90 - 1, suite, 0.05) == (14 * 90 - 1) // 14  # below the probe's rows: even
     assert rows_per_scenario(14_000, suite[1:], 0.05) == 14_000 // 13  # no probe: the even split
-    assert rows_per_scenario(500, suite[:1], 0.05) == 500  # a probe alone
+    assert rows_per_scenario(500, [probe, probe], 0.05) == 250  # probes only: the even split
     result = check_verifier(get("canonical-ratio-race").fn, budget=14_000, max_detectable_tv=0.05, inject=False)
     rows = [s.rows for s in result.scenarios]
     assert result.samples == 1_070 and rows == [90] + [1_070] * 13 and 14_000 - 13 <= sum(rows) <= 14_000
-    with pytest.raises(SpecproofInputError, match="budget.*0 rows give 0 rows per scenario.*at least 896 rows"):
-        check_verifier(get("canonical-ratio-race").fn, budget=0)
+    for bad, message in ((0, "0 rows give 0 rows per scenario.*at least 896 rows"), (2.5e4, "whole number"),
+                         (True, "whole number")):
+        with pytest.raises(SpecproofInputError, match="budget.*" + message):
+            check_verifier(get("canonical-ratio-race").fn, budget=bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(probes=st.integers(0, 3), statistical=st.integers(0, 14), tv=st.floats(0.005, 1.0),
+       budget=st.integers(-10, 40_000))
+def test_a_row_budget_never_over_spends_and_smallest_budget_is_the_least_that_gives_64_rows(probes, statistical, tv,
+                                                                                          budget):
+    """Stream rows of the split, counting a probe's min(R, rows) (engine.plan_quota), never exceed the
+    budget, and smallest_budget is the least budget giving every statistical scenario 64 rows."""
+    from specproof.harness.check.runner import MIN_ROWS, rows_per_scenario, smallest_budget
+    from specproof.harness.check.statistics import rows_to_see_rate
+
+    suite = default_suite()
+    chosen = [suite[0]] * probes + suite[1:1 + statistical]
+    if not chosen:
+        with pytest.raises(SpecproofInputError, match="scenarios"):
+            rows_per_scenario(budget, chosen, tv)
+        return
+    per = rows_per_scenario(budget, chosen, tv)
+    seen = rows_to_see_rate(tv)
+    if per >= 0:
+        assert probes * min(seen, per) + len(chosen[probes:]) * per <= budget
+    least = smallest_budget(chosen, tv)
+    assert rows_per_scenario(least, chosen, tv) >= MIN_ROWS > rows_per_scenario(least - 1, chosen, tv)
 
 
 @pytest.mark.parametrize("name", POSITION_MIX_UPS)
