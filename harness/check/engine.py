@@ -17,7 +17,9 @@ deepens by doubling batches (4, 8, 16, ...) ordered by evidence: of the streams 
 ``SCREEN_LEAD`` (4x) of the least-seen one (rows over quota), the highest score goes first, so a
 stream that shows something is seen deeper first, at most three doublings ahead (chosen on the
 bench's measure, fail-fast test rows / N*, in scratch runs, over: the least-seen stream first, no
-lead limit, FOCUS 0.2, focus on ``max log E - ln K``, and an e-process pooled over the streams).
+lead limit, FOCUS 0.2, focus on ``max log E - ln K``, an e-process pooled over the streams, and
+later SCREEN_ROWS 1 or 2, SCREEN_LEAD 2 or 8, APPROACH_SHARE 0.35, MIN_APPROACH_BATCH 4 (no gain on
+the median over 60 seeds) and a score from ``n KL`` of the observed means).
 Once the leader's score reaches ``APPROACH`` its batches shrink to half its predicted need (at least
 ``MIN_APPROACH_BATCH`` rows), so a failing run stops a few rows past its crossing.  A stream
 stops at its first rejection or its quota; the run stops when every stream has, at the first
