@@ -273,8 +273,9 @@ def matched_level(records: dict[str, Any], seeds: tuple[int, ...], cap: int, sui
     """specproof against the chi-square at one false-alarm rate: on every member both catch, specproof's
     fail-fast test rows at family-wise ``alpha = level`` (the chi-square's measured rate over its
     schedule, :func:`~.baselines.chi_square_null_rate`) over ``seeds``, and chi-square rows / their
-    median (the denominator of the test-rows goal; ``None`` where that median is infinite).  Not a goal (the goal holds specproof at 1e-6); it separates what the 1e-6 guarantee costs
-    from what the search over the suite's scenarios costs.  None when the measured rate is 0 or 1."""
+    median (the denominator of the test-rows goal; ``None`` where that median is infinite).  Not a
+    goal (the goal holds specproof at 1e-6); it separates what the 1e-6 guarantee costs from what the
+    search over the suite's scenarios costs.  None when the measured rate is 0 or 1."""
     if not 0 < level < 1:
         return None
     per: dict[str, Any] = {}
