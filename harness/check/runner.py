@@ -283,17 +283,21 @@ def stream_numbers(suite: list[Scenario]) -> list[int]:
 _PREPARED: dict[tuple[int, str, str, str | None], tuple[Scenario, Realisation, list[EventFamily]]] = {}
 
 
+def _split(suite: list[Scenario], max_detectable_tv: float) -> tuple[int, int, int | float]:
+    """``(P, S, R)``: the suite's certainty probes, its statistical scenarios, and the rows a probe
+    takes, ``R = rows_to_see_rate(max_detectable_tv)`` (:func:`.engine.plan_quota`)."""
+    probes = sum(1 for s in suite if s.certainty_probe)
+    return probes, len(suite) - probes, rows_to_see_rate(max_detectable_tv)
+
+
 def rows_per_scenario(budget: int, suite: list[Scenario], max_detectable_tv: float) -> int:
     """Stream rows per scenario that spend at most ``budget`` stream rows in all (the reproducibility
-    pair and the RNG edge injection come on top).  A certainty probe takes ``min(R, rows)`` with ``R =
-    rows_to_see_rate(max_detectable_tv)`` (:func:`.engine.plan_quota`), so when every scenario can have
-    ``R`` rows the ``S`` statistical ones share what the ``P`` probes leave, ``(budget - P R) // S``;
-    else (and for a suite of probes only) all get ``budget // (P + S)``."""
+    pair and the RNG edge injection come on top).  A certainty probe takes ``min(R, rows)`` (:func:`_split`),
+    so when every scenario can have ``R`` rows the ``S`` statistical ones share what the ``P`` probes
+    leave, ``(budget - P R) // S``; else (and for a suite of probes only) all get ``budget // (P + S)``."""
     if not suite:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
-    probes = sum(1 for s in suite if s.certainty_probe)
-    statistical = len(suite) - probes
-    seen = rows_to_see_rate(max_detectable_tv)
+    probes, statistical, seen = _split(suite, max_detectable_tv)
     if statistical and budget >= len(suite) * seen:
         return int((budget - probes * seen) // statistical)
     return budget // len(suite)
@@ -302,9 +306,7 @@ def rows_per_scenario(budget: int, suite: list[Scenario], max_detectable_tv: flo
 def smallest_budget(suite: list[Scenario], max_detectable_tv: float) -> int:
     """The smallest ``budget`` whose :func:`rows_per_scenario` is at least ``MIN_ROWS`` (64): ``64 (P +
     S)`` when ``R >= 64`` (or without statistical scenarios), else ``P R + 64 S``."""
-    probes = sum(1 for s in suite if s.certainty_probe)
-    statistical = len(suite) - probes
-    seen = rows_to_see_rate(max_detectable_tv)
+    probes, statistical, seen = _split(suite, max_detectable_tv)
     if seen >= MIN_ROWS or not statistical:
         return MIN_ROWS * len(suite)
     return int(probes * seen + MIN_ROWS * statistical)

@@ -12,9 +12,9 @@ only when rows differ by position and prefix.
 per row (the verifier never sees anything else), so rounding of the *inputs* is not counted as drift.
 
 The default suite mixes context-free pairs (what runtimes test), prefix-dependent pairs, edge cases
-(position-disjoint supports, ``p == q``, disjoint supports, one-hot, exact zeros) and adversarial pairs (the proofs'
-counterexamples: resampling from ``p``, top-k acceptance, the block-verification check vector),
-plus one large-vocabulary pair (V = 1,000, K = 4).  :func:`scenario_strategy` exposes random
+(position-disjoint supports, ``p == q``, disjoint supports, one-hot, exact zeros) and adversarial
+pairs (the proofs' counterexamples: resampling from ``p``, top-k acceptance, the block-verification
+check vector), plus one large-vocabulary pair (V = 1,000, K = 4).  :func:`scenario_strategy` exposes random
 scenarios as a hypothesis strategy.
 
 Layer: harness.check (2); imports proofs and harness.exact (the exact law is ``harness.exact.rounded``).
@@ -306,9 +306,10 @@ def _position_disjoint(name: str) -> Scenario:
     tokens of ``p_i``'s support, so a target row read at the wrong position (every row), an emitted
     rejected draft (a draft of 6 or 7 followed by an accepted one: probability 1/2 per row) or a
     bonus drawn from another row (probability 1/2 per row) emits a token of target probability 0:
-    a certain finding within the screening pass's first 4 rows with probability 1, 15/16 and 15/16.  All values are dyadic (exact in
-    bfloat16).  A certainty probe: only those impossible outcomes are tested here (no event
-    families, so no share of alpha), on the rows that see a rate of them of the detectable TV."""
+    a certain finding within the screening pass's first 4 rows with probability 1, 15/16 and 15/16.
+    All values are dyadic (exact in bfloat16).  A certainty probe: only those impossible outcomes are
+    tested here (no event families, so no share of alpha), on the rows that see a rate of them of the
+    detectable TV."""
     vocab, k = 8, 2
     target = np.zeros((k + 1, 1, vocab))
     for i, law in enumerate(((0.75, 0.25), (0.25, 0.75), (0.5, 0.5))):
