@@ -25,7 +25,9 @@ reported.  False alarms: the same runs on the exact float32 implementation (``ca
 and the chi-square baseline's own procedure on ``CHI_SQUARE_NULL_TRIALS`` simulated null trials
 (:func:`~.baselines.chi_square_null_rate`: its real false-alarm rate, against its nominal 1e-6); then, on
 the members both catch, specproof at that measured rate as its family-wise alpha
-(:func:`matched_level`: the two tests at one false-alarm rate, beside the goal's comparison at 1e-6).
+(:func:`matched_level`: the two tests at one false-alarm rate, beside the goal's comparison at 1e-6),
+and the chi-square rerun on specproof's seeds (:func:`chi_square_over_seeds`: both medians over the
+same 30 seeds, and the rows its doubling schedule consumed in all, beside the last test's).
 
 Goals (issue 16): every member caught by specproof's black-box path; ``rows / N*`` (median over at
 least 5 seeds) with median at most 4 and maximum at most 10 over the members with ``N* >= 30`` whose
@@ -56,7 +58,8 @@ from specproof.harness.check.runner import MIN_ROWS, check_verifier
 from specproof.harness.drift.grid import GridVerdict, measure_grid
 from specproof.harness.check.scenarios import Scenario, default_suite
 
-__all__ = ["METHODS", "CONTROL", "detection_benchmark", "specproof_fail_fast", "matched_level", "grid_analysis",
+__all__ = ["METHODS", "CONTROL", "detection_benchmark", "specproof_fail_fast", "matched_level",
+           "chi_square_over_seeds", "grid_analysis",
            "ORACLE_FLOOR", "GOAL_SEEDS", "missing_extra"]
 
 SPECPROOF = "specproof"
@@ -258,12 +261,14 @@ def detection_benchmark(*, seeds: tuple[int, ...] = (0, 1, 2), row_budget: int =
     cap = max(MIN_ROWS, row_budget // len(suite))
     say("detection: specproof at the chi-square's real level")
     matched = matched_level(records, seeds, cap, suite, chi_square_null["schedule_rate"])
+    say("detection: chi-square on specproof's seeds")
+    chi_seeds = chi_square_over_seeds(records, tuple(specproof_seeds or seeds), row_budget, time_limit)
     return {"methods": {SPECPROOF: SPECPROOF_TEXT.format(n=len(suite), probes=_probe_text(suite), cap=cap),
                         **{k: v[0] for k, v in BASELINES.items()}},
             "seeds": list(seeds), "specproof_seeds": list(specproof_seeds or seeds), "row_budget": row_budget,
             "time_limit_seconds": time_limit,
             "members": records, "excluded": excluded, "false_alarms": false_alarms,
-            "chi_square_null": chi_square_null, "matched_level": matched,
+            "chi_square_null": chi_square_null, "matched_level": matched, "chi_square_over_seeds": chi_seeds,
             "oracle": {k: v for k, v in oracle.items() if k != "members"},
             "summary": _summary(records, specproof_seeds or seeds, seeds), "seconds": time.perf_counter() - start}
 
@@ -295,6 +300,41 @@ def matched_level(records: dict[str, Any], seeds: tuple[int, ...], cap: int, sui
                      "ratio": theirs["median_rows"] / mine if caught else None}
     ratios = [v["ratio"] for v in per.values() if v["ratio"] is not None]
     return {"alpha": level, "seeds": list(seeds), "members": per, "min_ratio": min(ratios) if ratios else None}
+
+
+def chi_square_over_seeds(records: dict[str, Any], seeds: tuple[int, ...], budget: int,
+                          time_limit: float | None) -> dict[str, Any]:
+    """The chi-square on every seed specproof ran, on the members both catch over the baselines' seeds:
+    its median rows over ``seeds`` (those of its flagging test, as the goal counts them; and those of
+    its whole doubling schedule, every test run up to the flagging one: what the procedure consumed)
+    and each / specproof's median test rows over the same seeds.  Not a goal (the goal's medians are
+    over the baselines' seeds): over 5 seeds a doubling schedule's median moves by a factor 2 on luck
+    (the flagging test's size is a power of two)."""
+    _, run = BASELINES[CHI_SQUARE]
+    per: dict[str, Any] = {}
+    for name, r in records.items():
+        if not (r["methods"][CHI_SQUARE]["caught"] and r["methods"][SPECPROOF]["caught"]):
+            continue
+        fn = get(name).fn
+        last, total = [], []
+        for s in seeds:
+            flagged = run(fn, s, budget, time_limit)
+            last.append(math.inf if flagged.rows is None else flagged.rows)
+            total.append(math.inf if flagged.rows is None else sum(step.rows for step in flagged.steps))
+        mine = _median_over(r["methods"][SPECPROOF], seeds, "test_rows")
+        theirs, consumed = _median(last), _median(total)
+        per[name] = {"rows": [x if math.isfinite(x) else None for x in last],
+                     "median_rows": theirs if math.isfinite(theirs) else None,
+                     "median_schedule_rows": consumed if math.isfinite(consumed) else None,
+                     "median_test_rows": mine if math.isfinite(mine) else None,
+                     # no ratio where either median is infinite (a member not caught over these seeds)
+                     "ratio": theirs / mine if math.isfinite(mine) and math.isfinite(theirs) else None,
+                     "schedule_ratio": consumed / mine if math.isfinite(mine) and math.isfinite(consumed) else None}
+    out: dict[str, Any] = {"seeds": list(seeds), "members": per}
+    for key in ("ratio", "schedule_ratio"):
+        values = [v[key] for v in per.values() if v[key] is not None]
+        out[f"min_{key}"] = min(values) if values else None
+    return out
 
 
 def _ratio_stats(values: list[float]) -> dict[str, Any]:

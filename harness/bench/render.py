@@ -188,6 +188,14 @@ def _detection(data: dict[str, Any]) -> list[str]:
                   f"schedule rate; not a goal, which holds specproof at 1e-6), chi-square rows / specproof test rows "
                   f"where both catch (medians over seeds {_seed_range(matched['seeds'])}): min "
                   f"{_num(matched['min_ratio'])} ({per}).", ""]
+    over = det.get("chi_square_over_seeds")
+    if over and over["members"]:
+        per = ", ".join(f"{k} {_num(v['ratio'])} / {_num(v['schedule_ratio'])}" for k, v in over["members"].items())
+        lines += [f"Over more seeds: the chi-square rerun on specproof's seeds {_seed_range(over['seeds'])} (not a goal, "
+                  f"whose medians are over the baselines' seeds), chi-square rows / specproof test rows where both "
+                  f"catch, both medians over those seeds, counting the chi-square's flagging test only / its whole "
+                  f"doubling schedule (every test it ran up to the flagging one): min {_num(over['min_ratio'])} / "
+                  f"{_num(over['min_schedule_ratio'])} ({per}).", ""]
     return lines
 
 

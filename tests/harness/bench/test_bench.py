@@ -172,6 +172,14 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     entry = matched["members"]["continue-after-rejection"]
     assert entry["test_rows"] == [caught["median_test_rows"]] == [4]
     assert entry["ratio"] == matched["min_ratio"] == entry["chi_square_rows"] / 4
+    # the chi-square on specproof's seeds (here the one seed): its flagging test and its whole schedule
+    over = det["chi_square_over_seeds"]
+    assert over["seeds"] == [0] and set(over["members"]) == {"continue-after-rejection"}
+    again = over["members"]["continue-after-rejection"]
+    chi = det["members"]["continue-after-rejection"]["methods"]["chi-square-first-token"]
+    assert again["rows"] == [chi["median_rows"]] and again["median_test_rows"] == 4  # seeded: the same runs
+    assert again["median_schedule_rows"] == sum(16 << j for j in range(chi["per_seed"]["0"]["steps"]))
+    assert over["min_ratio"] == again["ratio"] == chi["median_rows"] / 4
 
     cpu = data["throughput"]["devices"]["cpu"]
     assert set(cpu) == {"V32", "V64"} and "cuda" not in data["throughput"]["devices"]
@@ -234,6 +242,7 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
         assert column in md
     assert "'disjoint supports'" in md and "Goals (issue 16)" in md
     assert "At that real level: specproof run at family-wise alpha" in md
+    assert "Over more seeds: the chi-square rerun on specproof's seeds [0]" in md
 
 
 def test_matched_level_runs_specproof_at_the_given_alpha_on_members_both_catch():
@@ -259,6 +268,31 @@ def test_matched_level_runs_specproof_at_the_given_alpha_on_members_both_catch()
     missed = {"min-p-bonus-only": {"methods": {"specproof": caught, "chi-square-first-token": caught}}}
     entry = matched_level(missed, (0,), 64, suite, 1e-6)
     assert entry["members"]["min-p-bonus-only"]["ratio"] is None and entry["min_ratio"] is None
+
+
+def test_chi_square_over_seeds_counts_the_flagging_test_and_the_whole_schedule():
+    from specproof.harness.bench.baselines import BASELINES
+    from specproof.harness.bench.detection import chi_square_over_seeds
+
+    def spec(rows):
+        return {"caught": True, "median_rows": 1,
+                "per_seed": {str(s): {"rows": r, "flag": {"test_rows": r}} for s, r in enumerate(rows)}}
+
+    chi = {"caught": True, "median_rows": 256}
+    records = {"resample-from-target": {"methods": {"specproof": spec([100, 200, 300]),
+                                                    "chi-square-first-token": chi}},
+               "le-ratio-invcdf": {"methods": {"specproof": spec([1, 1, 1]),
+                                               "chi-square-first-token": {"caught": False, "median_rows": None}}}}
+    over = chi_square_over_seeds(records, (0, 1, 2), 1 << 12, None)
+    assert set(over["members"]) == {"resample-from-target"}  # the chi-square does not catch le-ratio
+    entry = over["members"]["resample-from-target"]
+    runs = [BASELINES["chi-square-first-token"][1](RESAMPLE_FROM_P, s, 1 << 12, None) for s in (0, 1, 2)]
+    assert entry["rows"] == [r.rows for r in runs] and all(r is not None for r in entry["rows"])
+    assert entry["median_rows"] == float(np.median(entry["rows"]))
+    assert entry["median_schedule_rows"] == float(np.median([sum(f.rows for f in r.steps) for r in runs]))
+    assert entry["median_schedule_rows"] > entry["median_rows"]  # a schedule that flags past its first test
+    assert entry["median_test_rows"] == 200 and entry["ratio"] == pytest.approx(entry["median_rows"] / 200)
+    assert over["min_schedule_ratio"] == pytest.approx(entry["median_schedule_rows"] / 200)
 
 
 def _parser():
