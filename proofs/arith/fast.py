@@ -11,8 +11,11 @@ vectorised pass instead of one ``Fraction`` per element:
 Scalars are :class:`~fractions.Fraction`.  Results are exact but unreduced.  Exact shortcuts keep
 it fast: products ``num * factor`` and elementwise results are memoised (``p*Q`` serves the division
 and the subtraction; ``max(0, p - q)`` is computed once for the residual and the TV), and
-``q * (n / d)`` cancels when ``d == q * s`` on the support (checked exactly, elementwise; otherwise the
-general product is used).  Any case without a shortcut falls back to a correct general formula.
+``q * (n / d)`` cancels when ``d == q * s`` on the support (known when ``d`` is that very memoised
+product, as ``p/q`` leaves it; else checked exactly, elementwise; otherwise the general product is
+used); ``select`` returns an operand itself where the condition picks it everywhere, and adding
+or subtracting a scalar zero returns the vector itself.  Any case without a shortcut falls back to a
+correct general formula.
 
 Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
@@ -169,6 +172,10 @@ class FastExactArith(CompareByOperator, Arith):
         a, b = self._lift(a), self._lift(b)
         if isinstance(a, Fraction) and isinstance(b, Fraction):
             return f(a, b)
+        if op in ("add", "sub") and isinstance(b, Fraction) and b == 0:
+            return a  # x + 0 = x - 0 = x: no array pass (safe_div's fallback adds a zero default)
+        if op == "add" and isinstance(a, Fraction) and a == 0:
+            return b
         key = (op, _identity(a), _identity(b))
         hit = self._results.get(key)
         if hit is not None:
@@ -226,8 +233,9 @@ class FastExactArith(CompareByOperator, Arith):
         off = q.num == 0
         if bool(np.any(ratio.num[off] != 0)):
             return None
-        on = ~off
-        if not bool(np.all(ratio.den[on] == self._scaled(q.num, s)[on])):
+        scaled = self._scaled(q.num, s)
+        # ``ratio = p/q`` made its denominators as this very memoised product: equal, nothing to compare
+        if ratio.den is not scaled and not bool(np.all(ratio.den[~off] == scaled[~off])):
             return None
         return DVec(ratio.num, q.den * s)
 
@@ -251,7 +259,7 @@ class FastExactArith(CompareByOperator, Arith):
         bn, bd = self._as_q(b)
         if isinstance(a, DVec) and isinstance(b, DVec):
             num = self._scaled(a.num, b.den)
-            den = b.num * a.den
+            den = self._scaled(b.num, a.den)  # memoised: ``q * (p/q)`` finds it (:meth:`_cancel`)
         else:
             num, den = an * bd, bn * ad
         if not isinstance(den, np.ndarray):
@@ -289,6 +297,11 @@ class FastExactArith(CompareByOperator, Arith):
         a, b = self._lift(a), self._lift(b)
         if isinstance(cond, (bool, np.bool_)):
             return a if cond else b
+        # one side everywhere: that vector itself (its identity keeps the memoised products reachable)
+        if isinstance(b, (DVec, QVec)) and not cond.any():
+            return b
+        if isinstance(a, (DVec, QVec)) and cond.all():
+            return a
         if isinstance(a, Fraction) and isinstance(b, Fraction):
             a = DVec(np.full(cond.shape[0], a.numerator, dtype=object), a.denominator)
         if isinstance(a, QVec) or isinstance(b, QVec):

@@ -355,3 +355,25 @@ def test_sympy_generic_coordinate_sums_p_to_one_like_z3():
     assert z3.simplify(gz.total(gz.p) == 1)
     other = gs.total(gs.mul(gs.p, gs.q))
     assert isinstance(other, sympy.Symbol) and other != gs.p
+
+
+@given(st.lists(dyadic(), min_size=1, max_size=5), st.lists(dyadic(), min_size=1, max_size=5))
+@settings(max_examples=40, deadline=None)
+def test_fast_identity_shortcuts_return_the_operand_and_keep_exact_values(xs, ys):
+    """``v + 0``, ``0 + v``, ``v - 0`` and a one-sided ``select`` return the operand itself (no array
+    pass), and every value still equals :class:`ExactArith`'s; ``p / q`` then ``q * (p / q)`` is ``p``."""
+    n = min(len(xs), len(ys))
+    xs, ys = tuple(xs[:n]), tuple(ys[:n])
+    fast, exact, enc = FastExactArith(), ExactArith(), Backend("fast")
+    v, w, zero = enc.encode(fast, xs), enc.encode(fast, ys), Fraction(0)
+    assert fast.add(v, zero) is v and fast.add(zero, v) is v and fast.sub(v, zero) is v
+    nowhere, everywhere = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
+    assert fast.select(nowhere, v, w) is w and fast.select(everywhere, v, w) is v
+    assert enc.decode(fast.sub(zero, v)) == exact.sub(zero, xs)  # 0 - v is a negation, no shortcut
+    cond = tuple(x < y for x, y in zip(xs, ys))
+    assert enc.decode(fast.select(np.array(cond), v, w)) == exact.select(cond, xs, ys)
+    if all(y != 0 for y in ys):
+        ratio = fast.div(v, w)
+        assert enc.decode(ratio) == exact.div(xs, ys)
+        assert enc.decode(fast.mul(w, ratio)) == xs  # the memoised cancellation q * (p/q) = p
+        assert enc.decode(fast.safe_div(v, w, zero)) == exact.div(xs, ys)
