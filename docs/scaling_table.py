@@ -52,14 +52,14 @@ def driver(samples: int, workers: int) -> None:
 
     import specproof.impls as impls
     from specproof.harness.check.ray_engine import RayEngine
-    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.driver import check
 
     t0 = time.perf_counter()
-    local = check_verifier(impls.canonical_ratio_race, samples=samples, inject=False, progress=False)
+    local = check(impls.canonical_ratio_race, samples=samples, inject=False, progress=False)
     print(f"local engine: {local.verdict.value}, {local.rows} rows in {time.perf_counter() - t0:.1f} s")
     with RayEngine(workers=workers, verify="specproof.impls:canonical_ratio_race") as engine:
         t0 = time.perf_counter()
-        result = check_verifier(impls.canonical_ratio_race, samples=samples, inject=False, engine=engine, progress=False)
+        result = check(impls.canonical_ratio_race, samples=samples, inject=False, engine=engine, progress=False)
         run = time.perf_counter() - t0
     own = run - engine.waited
     print(f"ray, {workers} workers: {result.verdict.value}, {result.rows} rows in {run:.1f} s ({result.rows / run:.3g} rows/s), "

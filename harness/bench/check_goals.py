@@ -41,7 +41,8 @@ from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.bench.detection import missing_extra
-from specproof.harness.check.runner import ContractViolation, VerifierError, check_verifier
+from specproof.harness.check.calls import ContractViolation, VerifierError
+from specproof.harness.check.driver import check
 from specproof.harness.check.scenarios import default_suite
 
 __all__ = ["check_goals", "RecordingVerifier", "SlowedVerifier", "DEFAULT_CHECK_SECONDS", "TIME_BUDGET_TV",
@@ -131,12 +132,12 @@ def _default_check(samples: int | None) -> dict[str, Any]:
 
 
 def _checked(recorded: "RecordingVerifier", **options: Any) -> dict[str, Any]:
-    """``check_verifier(recorded, progress=False, **options)`` in brief: flagged, the rows at the first
+    """``check(recorded, progress=False, **options)`` in brief: flagged, the rows at the first
     finding (the statistics' and every verifier row), the strongest finding's family.  A verifier
     that raises or breaks the contract on a valid input (the CLI's exit 2, naming it) is recorded as
     raised, at the rows it had been called with."""
     try:
-        result = check_verifier(recorded, progress=False, **options)
+        result = check(recorded, progress=False, **options)
     except (VerifierError, ContractViolation) as err:
         return {"flagged": True, "first": None, "called": recorded.rows(), "strongest": None,
                 "raised": str(err)[:200]}
@@ -171,7 +172,7 @@ def _seconds_per_row(samples: int) -> float | None:
     if missing_extra(record):
         return None
     timed = RecordingVerifier(record.fn)
-    check_verifier(timed, samples=samples, inject=False, progress=False)
+    check(timed, samples=samples, inject=False, progress=False)
     return timed.seconds_per_row_at_scale()
 
 

@@ -3,7 +3,7 @@
 Members: every ``contract="batched"``, ``expected_exact=False`` implementation (a member whose
 optional dependency is missing is listed under ``excluded`` with the reason).  Methods:
 
-* ``specproof``: ONE :func:`~specproof.harness.check.runner.check_verifier` run per seed on the default
+* ``specproof``: ONE :func:`~specproof.harness.check.driver.check` run per seed on the default
   suite in float32 with ``fail_fast=True`` (anytime-valid tests: it stops at the first conclusive
   evidence), RNG edge injection on, capped at ``row_budget / len(suite)`` rows per scenario.  Its
   rows are every row the verifier was called with (:class:`~.baselines.CountingVerifier`: the
@@ -54,7 +54,8 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.bench.baselines import BASELINES, CountingVerifier, Flag, RowsToFlag, chi_square_null_rate
 from specproof.harness.bench.event_limit import event_limit_table
 from specproof.harness.bench.oracle import oracle_table
-from specproof.harness.check.runner import MIN_ROWS, check_verifier
+from specproof.harness.check.driver import check
+from specproof.harness.check.options import MIN_ROWS
 from specproof.harness.drift.grid import GridVerdict, measure_grid
 from specproof.harness.check.scenarios import Scenario, default_suite
 
@@ -72,7 +73,7 @@ CHI_SQUARE_NULL_TRIALS = 40_000  # ~270 alarms at its measured rate: the rate to
 ORACLE_FLOOR = 30  # the rows-to-N* goals cover members with N* at least this (issue 16)
 GOAL_MEDIAN, GOAL_MAX = 4.0, 10.0
 GOAL_SEEDS = 5
-SPECPROOF_TEXT = ("check_verifier, default suite ({n} scenarios: {probes}context-free, prefix-dependent, edge "
+SPECPROOF_TEXT = ("check, default suite ({n} scenarios: {probes}context-free, prefix-dependent, edge "
                   "and adversarial pairs), float32, alpha 1e-6 family-wise, RNG edge injection on, one fail_fast "
                   "run per seed capped at {cap:,} rows per scenario; rows: every row the verifier was called "
                   "with (streams, and reproducibility and injection when reached); test rows: the anytime-valid streams' own")
@@ -97,13 +98,13 @@ def _how(result: Any) -> tuple[str, Any]:
 
 def specproof_fail_fast(fn: Callable[..., Any], seed: int, cap: int, suite: list[Scenario] | None = None,
                         alpha: float = CHECK_ALPHA) -> RowsToFlag:
-    """One fail-fast ``check_verifier`` run of ``fn`` capped at ``cap`` rows per scenario (module
+    """One fail-fast ``check`` run of ``fn`` capped at ``cap`` rows per scenario (module
     docstring), at family-wise level ``alpha`` (the bench's 1e-6 unless a comparison asks otherwise)."""
     suite = suite if suite is not None else default_suite()
     counted = CountingVerifier(fn)
     start = time.perf_counter()
     try:
-        result = check_verifier(counted, samples=cap, seed=seed, fail_fast=True, scenarios=suite, progress=False,
+        result = check(counted, samples=cap, seed=seed, fail_fast=True, scenarios=suite, progress=False,
                                 dtype=CHECK_DTYPE, alpha=alpha)
     except SpecproofInputError as err:  # VerifierError / ContractViolation: raised on a valid input
         flag = Flag(True, counted.rows, math.inf, math.inf, how=f"raised: {err}"[:300], test_rows=counted.rows)

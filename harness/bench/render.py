@@ -201,7 +201,7 @@ def _detection(data: dict[str, Any]) -> list[str]:
 
 def _throughput(data: dict[str, Any]) -> list[str]:
     tp = data["throughput"]
-    lines = [f"### Throughput through check_verifier (`{tp['implementation']}`, float32, K={tp['k']}, "
+    lines = [f"### Throughput through check (`{tp['implementation']}`, float32, K={tp['k']}, "
              f"C={tp['classes']})", "",
              "| device | V | rows | seconds | rows/s | harness share | exact event laws s |",
              "|:--|---:|---:|---:|---:|---:|---:|"]

@@ -8,7 +8,7 @@ Sections (each measured in the same process, one after the other, never concurre
 2. ``detection`` - :func:`~specproof.harness.bench.detection.detection_benchmark`: rows each method
    (specproof and the two baselines of :mod:`.baselines`) needs to flag each zoo member, and each
    method's rows over the oracle row count ``N*`` (:mod:`.oracle`).
-3. ``throughput`` - rows per second through ``check_verifier`` for the float32 ``canonical-ratio-race``
+3. ``throughput`` - rows per second through ``check`` for the float32 ``canonical-ratio-race``
    implementation on one ``Scenario.random(V, K=4, classes=4)`` per vocabulary, and the harness's share
    of the time (``harness_seconds / (harness_seconds + verifier_seconds)``); ``exact_setup_seconds`` is
    the scenario's exact event laws alone (``realise`` + ``build_families``), timed separately.
@@ -110,7 +110,7 @@ from specproof.harness.bench.check_goals import SPEED_SAMPLES, TIME_BUDGET_SECON
 from specproof.harness.bench.detection import detection_benchmark
 from specproof.harness.bench.reference import bench_exact_reference
 from specproof.harness.bench.render import render_markdown
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.driver import check
 from specproof.harness.check.events import build_families
 from specproof.harness.files.envelope import write_document
 from specproof.harness.files.kinds import BENCH
@@ -209,7 +209,7 @@ def fit_exponent(points: dict[int, float]) -> float | None:
 
 
 def throughput_row(vocab: int, k: int, samples: int, device: str, seed: int) -> dict[str, Any]:
-    """One ``check_verifier`` run of the float32 built-in implementation on ``Scenario.random``."""
+    """One ``check`` run of the float32 built-in implementation on ``Scenario.random``."""
     scenario = Scenario.random(f"throughput V{vocab} K{k}", vocab, k, seed=seed + vocab + 10 * k,
                                classes=min(THROUGHPUT_CLASSES, vocab))
     start = time.perf_counter()
@@ -217,7 +217,7 @@ def throughput_row(vocab: int, k: int, samples: int, device: str, seed: int) -> 
     setup = time.perf_counter() - start
     verify = get(THROUGHPUT_IMPLEMENTATION).fn
     start = time.perf_counter()
-    result = check_verifier(verify, dtype="float32", device=device, samples=samples, seed=seed,
+    result = check(verify, dtype="float32", device=device, samples=samples, seed=seed,
                             scenarios=[scenario])
     seconds = time.perf_counter() - start
     return {"vocab": vocab, "k": k, "samples": samples, "rows": result.rows, "seconds": seconds,

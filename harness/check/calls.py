@@ -7,8 +7,8 @@ defeats the alarm; for that case ``hard_exit=True`` (the CLI) arms a watchdog th
 seconds after the limit, prints the error and ends the process with exit 2 (nothing has been written:
 the JSON is written only after the run).  Through the API (``hard_exit=False``) the alarm is re-raised
 every ``grace`` seconds and the call is refused as soon as it returns.  Off the main thread, or
-without ``SIGALRM``, no limit can be enforced in-process (stated in ``check_verifier``'s docstring).
-:class:`VerifierCaller` is the one way check and injection call the verifier on a batch.
+without ``SIGALRM``, no limit can be enforced in-process (stated in ``check``'s docstring).
+:class:`Caller` is the one way the check, the reproducibility pair and the injection call the target.
 
 Layer: harness.check (2); imports proofs only (scenarios for typing).
 """
@@ -20,16 +20,14 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-if TYPE_CHECKING:
-    from specproof.harness.check.scenarios import Realisation
 
-__all__ = ["ContractViolation", "VerifierError", "VerifierCaller", "call_verifier", "validate_output", "check_timeout",
+__all__ = ["ContractViolation", "VerifierError", "Caller", "call_verifier", "validate_output", "check_timeout",
            "resolve_device", "Deadline", "REPRODUCIBILITY_MIN_ROWS"]
 
 REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on when a time budget shrinks it
@@ -56,19 +54,6 @@ def check_timeout(timeout: float | None, argument: str = "timeout") -> None:
             or timeout <= 0:
         raise SpecproofInputError(argument, f"{timeout!r} is not a finite number of seconds > 0",
                                   "pass seconds, e.g. 120")
-
-
-def check_run_arguments(seed: object, max_detectable_tv: object, timeout: float | None) -> None:
-    """The arguments every contract's check shares: the seed, the power bound, the per-call limit."""
-    from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV
-
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
-    if isinstance(max_detectable_tv, bool) or not isinstance(max_detectable_tv, (int, float)) \
-            or not 0 < max_detectable_tv <= 1:
-        raise SpecproofInputError("max_detectable_tv", f"{max_detectable_tv!r} is not in (0, 1]",
-                                  f"use e.g. {DEFAULT_MAX_DETECTABLE_TV}")
-    check_timeout(timeout)
 
 
 def _timed_out(timeout: float, scenario: str) -> VerifierError:
@@ -172,14 +157,16 @@ def resolve_device(device: Any) -> torch.device:
     return torch_device
 
 
-class VerifierCaller:
-    """Calls the verifier on the harness's own copies of one batch; counts its seconds and rows, also
-    over the calls of at least ``AT_SCALE`` rows alone (a rate per row free of most per-call cost)."""
+class Caller:
+    """The one way a check calls its target: on one batch of a prepared scenario of any contract
+    (:class:`.contracts.prepared.PreparedScenario`), with a generator seeded ``seed`` on the device,
+    under the time limit; counts its seconds and rows, also over the calls of at least ``AT_SCALE``
+    rows alone (a rate per row free of most per-call cost)."""
 
     AT_SCALE = 256
 
-    def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
-        self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
+    def __init__(self, target: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
+        self.target, self.device, self.timeout, self.hard = target, device, timeout, hard
         self.seconds = 0.0
         self.rows = 0
         self.scale_seconds, self.scale_rows = 0.0, 0
@@ -190,27 +177,28 @@ class VerifierCaller:
             return self.scale_seconds / self.scale_rows
         return self.seconds / max(self.rows, 1)
 
-    def __call__(self, real: "Realisation", drafts: torch.Tensor, seed: int) -> torch.Tensor:
-        draft_rows, target_rows = real.rows(drafts)
-        gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
-        args = (draft_rows, target_rows, drafts.to(self.device, copy=True), gen)
+    def __call__(self, subject: Any, batch: Any, seed: int) -> Any:
+        from specproof.harness.check.seeding import generator
+
+        gen = generator(seed, self.device)
+        rows = subject.batch_rows(batch)
         t0 = time.perf_counter()
-        out = call_verifier(self.verify, args, self.timeout, real.scenario.name, self.hard)
+        out = subject.invoke(self.target, batch, gen, self.timeout, self.hard)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         took = time.perf_counter() - t0
         self.seconds += took
-        self.rows += drafts.shape[0]
-        if drafts.shape[0] >= self.AT_SCALE:
+        self.rows += rows
+        if rows >= self.AT_SCALE:
             self.scale_seconds += took
-            self.scale_rows += drafts.shape[0]
-        return validate_output(out, drafts.shape[0], real.k, real.vocab, real.scenario.name)
+            self.scale_rows += rows
+        return out
 
 
 class Deadline:
     """The time a check's interlude (reproducibility pair, RNG edge injection) must end by under a
     ``time_budget``: a pass of ``n`` rows runs only if ``now + n x seconds_per_row() <= at`` (the rate
-    measured on the verifier's calls so far, :meth:`VerifierCaller.seconds_per_row`); a pass that does
+    measured on the target's calls so far, :meth:`Caller.seconds_per_row`); a pass that does
     not fit is skipped and reported, so the interlude ends within its share (past it by at most the
     rerun a finding needs to show that it reproduces)."""
 

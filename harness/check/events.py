@@ -55,8 +55,7 @@ from specproof.harness.check.bet_products import every_token_family
 from specproof.harness.check.event_family import FLOOR_FAMILY, EventFamily, decode_sequences
 from specproof.harness.check.scenarios import Realisation, sequence_codes
 
-__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference",
-           "impossible_rows"]
+__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference"]
 
 MAX_BUCKETS = 8
 
@@ -81,26 +80,6 @@ def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) ->
         inside = j < lengths
         code = np.where(inside, code * alphabet + np.maximum(out[:, j], 0) % classes, code)
     return offsets[lengths] + code
-
-
-def impossible_rows(emitted: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int, list[int]]:
-    """Rows emitting a token of target probability 0 at its emitted prefix (read from the harness's own
-    rounded tables, never from the verifier's inputs); rows whose leading tokens are not the drafts;
-    the earliest 1-based token position of each kind (0 when none)."""
-    out, drafted = _numpy(emitted), _numpy(drafts)
-    n, width = out.shape
-    lengths = (out >= 0).sum(axis=1)
-    positions = np.arange(width)
-    inside = positions < lengths[:, None]
-    tokens = np.maximum(out, 0)
-    classes = np.concatenate([np.zeros((n, 1), dtype=np.int64), tokens[:, :-1] % real.classes], axis=1)
-    probs = real.target_zero_mask[np.broadcast_to(positions, (n, width)), classes, tokens]
-    zero_cells = inside & probs
-    before_last = positions[:-1] < (lengths - 1)[:, None]
-    mismatch_cells = before_last & (out[:, :-1] != drafted)
-    first = [int(np.flatnonzero(cells.any(axis=0))[0]) + 1 if cells.any() else 0
-             for cells in (zero_cells, mismatch_cells)]
-    return int(zero_cells.any(axis=1).sum()), int(mismatch_cells.any(axis=1).sum()), first
 
 
 def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],

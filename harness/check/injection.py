@@ -39,29 +39,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.events import impossible_rows
-from specproof.harness.check.calls import (ContractViolation, Deadline, VerifierCaller, VerifierError,
-                                           check_timeout, resolve_device)
+from specproof.harness.check.calls import Caller, ContractViolation, Deadline, VerifierError, resolve_device
+from specproof.harness.check.contracts.prepared import PreparedScenario
+from specproof.harness.check.seeding import SEED_LIMIT, generator, injection_seed
 from specproof.harness.check.result import DEFAULT_TIMEOUT
-from specproof.harness.exact.dtypes import DTYPES, dtype_name
+from specproof.harness.exact.dtypes import DTYPES
 from specproof.harness.exact.reference import fraction_string
 from specproof.harness.exact.rng_edges import DRAW_KINDS, EDGE_LABELS, EdgeValue, edge_values
 
 INJECTABLE_KINDS = DRAW_KINDS + ("multinomial",)  # multinomial: edges of its internal exponential keys
 _LABELS = {**EDGE_LABELS, "multinomial": EDGE_LABELS["exponential"]}
-from specproof.harness.check.scenarios import Realisation, Scenario, default_suite
 
 __all__ = ["EdgeInjection", "INJECTABLE_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
-           "zero_target_scenarios", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text"]
+           "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text"]
 
 DEFAULT_FRACTION = Fraction(1, 16)
+_CONTRACT = "broke the contract or raised"
 DEFAULT_ROWS = 2048
 _ATEN = torch.ops.aten
 
@@ -306,16 +308,6 @@ def not_run_text(not_run: list[str] | tuple[str, ...]) -> str:
             f"--time-budget runs them): {'; '.join(not_run)}")
 
 
-def zero_target_scenarios(dtype: str = "float32") -> list[Scenario]:
-    """Default-suite scenarios (small vocabularies) with a draftable token of target probability 0."""
-    chosen = []
-    for scenario in default_suite(large_vocab=0):
-        real = scenario.realise(dtype)
-        if bool(((real.target[: real.k] == 0) & (real.draft > 0)).any()):
-            chosen.append(scenario)
-    return chosen
-
-
 def _fraction(value: Any) -> Fraction:
     try:
         f = Fraction(value)
@@ -327,51 +319,42 @@ def _fraction(value: Any) -> Fraction:
     return f
 
 
-class _Run:
-    """One scenario's batch: baseline and injected passes with the same generator and global seed."""
+class _Pass:
+    """One scenario's batch: the baseline and every injected pass run on the same inputs with the same
+    target generator and global RNG seed (so a global-RNG target reproduces too)."""
 
-    def __init__(self, call: VerifierCaller, real: Realisation, drafts: torch.Tensor, seed: int):
-        self.call, self.real, self.drafts, self.seed = call, real, drafts, seed
+    def __init__(self, caller: Caller, subject: PreparedScenario, batch: Any, seed: int):
+        self.caller, self.subject, self.batch, self.seed = caller, subject, batch, seed
+        self.rows = subject.batch_rows(batch)
 
-    def __call__(self, mode: EdgeInjection) -> torch.Tensor:
+    def __call__(self, mode: EdgeInjection) -> Any:
         with torch.random.fork_rng(devices=[]):
-            torch.random.default_generator.manual_seed(self.seed)  # a global-RNG verifier reproduces too
+            torch.random.default_generator.manual_seed(self.seed % SEED_LIMIT)
             with mode:
-                return self.call(self.real, self.drafts, self.seed)
+                return self.caller(self.subject, self.batch, self.seed)
+
+    def flagged(self, out: Any) -> dict[str, np.ndarray]:
+        """Per impossible label, the rows of ``out`` that show it."""
+        return {label: np.asarray(first) > 0 for label, first in self.subject.impossible(self.batch, out).items()}
+
+    def example(self, out: Any, base: Any, row: int) -> str:
+        return f"{self.subject.describe_row(self.batch, out, row)} (baseline {np.asarray(base)[row].tolist()})"
 
 
-def _counts(out: torch.Tensor, drafts: torch.Tensor, real: Realisation) -> tuple[int, int]:
-    """(rows with a probability-0 token, rows whose leading tokens are not the drafts): ``events.impossible_rows``."""
-    zero_token, mismatch = impossible_rows(out, drafts, real)[:2]
-    return zero_token, mismatch
-
-
-def _flagged_rows(run: _Run, out: torch.Tensor, rows: list[int], problem: int) -> list[int]:
-    """The rows among ``rows`` that show ``problem`` (``events.impossible_rows`` one row at a time)."""
-    return [r for r in rows if _counts(out[r:r + 1], run.drafts[r:r + 1], run.real)[problem]]
-
-
-def _describe_row(run: _Run, out: torch.Tensor, base: torch.Tensor, row: int) -> str:
-    return f"drafts {run.drafts[row].tolist()} -> emitted {out[row].tolist()} (baseline {base[row].tolist()})"
-
-
-_CONTRACT = "broke the contract or raised"
-_PROBLEMS = ("emitted a token of target probability 0 at its prefix",
-             "emitted tokens before the last that are not the drafted ones")
-
-
-def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fraction: Fraction, seed: int,
-                       records: list[DrawRecord], deadline: Deadline | None,
+def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: Fraction, records: list[DrawRecord],
+                       deadline: Deadline | None,
                        not_run: list[str]) -> tuple[list[InjectionFinding], int, list[EdgeValue]]:
-    name, rows = run.real.scenario.name, run.drafts.shape[0]
+    """The baseline's own impossible rows (unaided findings), then one pass per kind drawn and edge label:
+    rows the injection changed that now show an impossible outcome the baseline did not."""
+    name, rows = run.subject.name, run.rows
     findings: list[InjectionFinding] = []
-    unaided = _counts(base, run.drafts, run.real)
-    for problem, count in enumerate(unaided):
-        if count:
-            first = _flagged_rows(run, base, list(range(rows)), problem)[0]
-            findings.append(InjectionFinding(name, _PROBLEMS[problem], None, None, (), Fraction(0), rows, count,
-                                             bool((run(EdgeInjection()) == base).all()),
-                                             _describe_row(run, base, base, first)))
+    unaided = run.flagged(base)
+    for problem, rows_flagged in unaided.items():
+        if rows_flagged.any():
+            first = int(np.flatnonzero(rows_flagged)[0])
+            same = bool((np.asarray(run(EdgeInjection())) == np.asarray(base)).all())
+            findings.append(InjectionFinding(name, problem, None, None, (), Fraction(0), rows, int(rows_flagged.sum()),
+                                             same, run.example(base, base, first)))
     passes, tried = 0, []
     for kind in kinds_drawn(records, kinds):
         for label in _LABELS[kind]:
@@ -380,8 +363,8 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
                 continue
             passes += 1
 
-            def injected() -> tuple[EdgeInjection, torch.Tensor | str]:
-                mode = EdgeInjection(kind, label, fraction, seed)
+            def injected() -> tuple[EdgeInjection, Any]:
+                mode = EdgeInjection(kind, label, fraction, run.seed)
                 try:
                     return mode, run(mode)
                 except (ContractViolation, VerifierError) as error:
@@ -394,43 +377,37 @@ def _scenario_findings(run: _Run, base: torch.Tensor, kinds: tuple[str, ...], fr
                 findings.append(InjectionFinding(name, _CONTRACT, kind, label, edges,
                                                  fraction, rows, rows, injected()[1] == out, out))
                 continue
-            # rows the injection changed that now fail and did not fail unaided (the baseline)
-            changed = torch.nonzero((out != base).any(dim=1)).squeeze(1).tolist()
-            if not any(_counts(out[changed], run.drafts[changed], run.real)):
-                continue
-            new = [_flagged_rows(run, out, changed, p) for p in range(len(_PROBLEMS))]
-            new = [sorted(set(rs) - set(_flagged_rows(run, base, rs, p))) if not unaided[p] else []
-                   for p, rs in enumerate(new)]  # a problem seen unaided needs no rare draw to explain it
-            if not any(new):
+            # rows the injection changed that now fail and did not fail unaided (the baseline); a problem
+            # the baseline shows needs no rare draw to explain it
+            changed = (np.asarray(out) != np.asarray(base)).any(axis=1)
+            now = run.flagged(out)
+            new = {p: changed & now[p] & ~unaided[p] if not unaided[p].any() else np.zeros(rows, dtype=bool)
+                   for p in now}
+            if not any(v.any() for v in new.values()):
                 continue
             again = injected()[1]  # the same pass again: a finding must reproduce
-            repro = isinstance(again, torch.Tensor) and bool((again == out).all())
-            for problem, flagged in enumerate(new):
-                if flagged:
-                    findings.append(InjectionFinding(name, _PROBLEMS[problem], kind, label, edges, fraction, rows,
-                                                     len(flagged), repro, _describe_row(run, out, base, flagged[0])))
+            repro = not isinstance(again, str) and bool((np.asarray(again) == np.asarray(out)).all())
+            for problem, flagged in new.items():
+                if flagged.any():
+                    first = int(np.flatnonzero(flagged)[0])
+                    findings.append(InjectionFinding(name, problem, kind, label, edges, fraction, rows,
+                                                     int(flagged.sum()), repro, run.example(out, base, first)))
     return findings, passes, tried
 
 
-def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: str = "cpu", seed: int = 0,
-                 rows: int = DEFAULT_ROWS, fraction: Any = DEFAULT_FRACTION,
-                 scenarios: list[Scenario] | None = None, kinds: tuple[str, ...] = DRAW_KINDS,
-                 timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False,
-                 deadline: Deadline | None = None) -> InjectionResult:
-    """Run a batched-contract ``verify`` under edge injection on scenarios with target zeros.
+def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype: str, seed: int, rows: int,
+                  fraction: Any = DEFAULT_FRACTION, kinds: tuple[str, ...] = DRAW_KINDS, fail_fast: bool = False,
+                  deadline: Deadline | None = None) -> InjectionResult:
+    """The RNG edge injection on prepared scenarios of any contract (module docstring).
 
-    Per scenario: one baseline pass (records the draws), then per injectable kind seen and per edge
-    label one pass injecting that edge into ``fraction`` of the entries; a pass that fails is run
-    again and must give the same output (``reproducible``).  Only rows that fail under injection and
-    not in the baseline are credited to the edge; a problem the baseline shows is reported unaided.
-    ``scenarios`` default :func:`zero_target_scenarios`; ``rows`` per scenario.  A contract violation
-    or exception in the baseline pass is a usage error (raised); under injection it is a finding.
-    ``fail_fast``: stop after the first scenario with a finding (``scenarios`` then lists those run).
-    ``deadline`` (:class:`.calls.Deadline`): a pass that would end past it is skipped and listed in
-    ``not_run`` (verdict ``"incomplete"`` when nothing was found)."""
-    name = dtype_name(dtype)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise SpecproofInputError("seed", f"{seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+    Per scenario (inputs, target generator and global RNG seeded :func:`.seeding.injection_seed`): one
+    baseline pass (records the draws), then per injectable kind seen and per edge label one pass
+    injecting that edge into ``fraction`` of the entries; a pass that fails is run again and must give
+    the same output (``reproducible``).  Only rows that fail under injection and not in the baseline are
+    credited to the edge; a problem the baseline shows is reported unaided.  A contract violation or an
+    exception in the baseline pass is a usage error (raised); under injection it is a finding.
+    ``fail_fast``: stop after the first scenario with a finding.  ``deadline``: a pass that would end
+    past it is skipped and listed in ``not_run`` (verdict ``"incomplete"`` when nothing was found)."""
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise SpecproofInputError("rows", f"{rows!r} is not a positive integer", f"pass e.g. {DEFAULT_ROWS}")
     bad = [k for k in kinds if k not in INJECTABLE_KINDS]
@@ -438,31 +415,26 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
         raise SpecproofInputError("kinds", f"unknown or no draw kinds ({bad or list(kinds)!r})",
                                   f"use a non-empty subset of {INJECTABLE_KINDS}")
     frac = _fraction(fraction)
-    check_timeout(timeout)
-    torch_device = resolve_device(device)
-    edge_values("uniform", name, str(torch_device))  # refuses devices without an edge model
-    suite = list(scenarios) if scenarios is not None else zero_target_scenarios(name)
-    if not suite:
+    if not subjects:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario with target zeros")
-    call = VerifierCaller(verify, torch_device, timeout, False)
-    findings, records, tried, passes, not_run = [], [], [], 0, []
-    for index, scenario in enumerate(suite):
+    edge_values("uniform", dtype, str(caller.device))  # refuses devices without an edge model
+    findings, records, tried, passes, not_run, ran = [], [], [], 0, [], []
+    before = caller.rows
+    for index, subject in enumerate(subjects):
         if deadline is not None and not deadline.fits(rows):
-            not_run.append(f"{scenario.name}: its baseline and edge passes")
+            not_run.append(f"{subject.name}: its baseline and edge passes")
             continue
-        real = scenario.realise(name, str(torch_device))
-        call_seed = (seed * 1_000_003 + index) % (2**63)
-        drafts = real.sample_drafts(rows, torch.Generator().manual_seed(call_seed))
-        run = _Run(call, real, drafts, call_seed)
+        pass_seed = injection_seed(seed, index)
+        run = _Pass(caller, subject, subject.sample(rows, generator(pass_seed)), pass_seed)
         baseline = EdgeInjection()
         base = run(baseline)
         records += baseline.records
-        more, n, edges = _scenario_findings(run, base, kinds, frac, call_seed, baseline.records, deadline, not_run)
+        more, n, edges = _scenario_findings(run, base, kinds, frac, baseline.records, deadline, not_run)
         findings += more
         passes += n + 1
+        ran.append(subject.name)
         tried += [e for e in edges if e not in tried]
         if findings and fail_fast:  # certain already: the other scenarios cannot undo it
-            suite = suite[: index + 1]
             break
     if findings:
         verdict = "flagged"
@@ -472,6 +444,29 @@ def inject_check(verify: Callable[..., Any], *, dtype: Any = "float32", device: 
         verdict = "no-interceptable-randomness"
     else:
         verdict = "not-flagged"
-    return InjectionResult(verdict, name, str(torch_device), seed, rows, frac, tuple(s.name for s in suite),
-                           tuple(records), tuple(findings), passes, tuple(tried), call.rows, tuple(not_run))
+    names = tuple(ran) if findings and fail_fast else tuple(s.name for s in subjects)
+    return InjectionResult(verdict, dtype, str(caller.device), seed, rows, frac, names, tuple(records),
+                           tuple(findings), passes, tuple(tried), caller.rows - before, tuple(not_run))
 
+
+def inject_check(target: Callable[..., Any], *, contract: str = "batched", dtype: Any = "float32",
+                 device: str = "cpu", seed: int = 0, rows: int = DEFAULT_ROWS, fraction: Any = DEFAULT_FRACTION,
+                 scenarios: list[Any] | None = None, kinds: tuple[str, ...] = DRAW_KINDS,
+                 timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False,
+                 deadline: Deadline | None = None, **contract_options: Any) -> InjectionResult:
+    """The RNG edge injection alone on ``target`` (:func:`run_injection`): on ``scenarios`` of the
+    contract (default: the contract's injection scenarios of its default suite)."""
+    from specproof.harness.check.options import CheckOptions
+
+    options = CheckOptions.build(contract, dtype=dtype, device=device, seed=seed, timeout=timeout,
+                                 **contract_options)
+    impl = options.contract.implementation()
+    torch_device = resolve_device(device)
+    edge_values("uniform", options.dtype, str(torch_device))  # refuses devices without an edge model
+    if scenarios is not None:
+        subjects = [impl.prepare(s, options, torch_device) for s in scenarios]
+    else:
+        subjects = impl.injection_scenarios([impl.prepare(s, options, torch_device)
+                                             for s in impl.default_suite(options)], options, torch_device)
+    return run_injection(subjects, Caller(target, torch_device, options.timeout, False), dtype=options.dtype,
+                         seed=seed, rows=rows, fraction=fraction, kinds=kinds, fail_fast=fail_fast, deadline=deadline)

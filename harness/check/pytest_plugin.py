@@ -4,8 +4,9 @@ Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype 
 ``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
 PASS must have; default 0.05).  Fixtures:
 
-* ``specproof_check(verify, **overrides) -> CheckResult`` - runs the check with the options
-  (``contract="generate"``: ``verify`` is a whole pipeline, :mod:`.pipeline_contract`);
+* ``specproof_check(target, contract="batched", **overrides) -> CheckResult`` - runs the check with the
+  options, through the one contract table (``"batched"``, ``"tree"``, ``"generate"``; an unknown name is
+  a usage error);
 * ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with the
   findings when drift beyond the dtype's tolerance is detected, or the verdict when the run was
   UNDERPOWERED (its detectable TV above the stated bound).
@@ -13,7 +14,6 @@ PASS must have; default 0.05).  Fixtures:
     def test_my_kernel(specproof_assert_lossless):
         specproof_assert_lossless(my_runtime.verify)
 
-Layer: harness.check (2); imports harness.check only (lazily).
 """
 
 from __future__ import annotations
@@ -55,16 +55,12 @@ def _settings(config: pytest.Config) -> dict[str, Any]:
 
 @pytest.fixture
 def specproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.driver import check
 
     defaults = _settings(request.config)
 
-    def run(verify: Callable[..., Any], contract: str = "batched", **overrides: Any) -> Any:
-        if contract == "generate":  # a whole pipeline (harness.check.pipeline_fixture)
-            from specproof.harness.check.pipeline_fixture import generate_check
-
-            return generate_check(verify, defaults | overrides)
-        return check_verifier(verify, **(defaults | overrides))
+    def run(target: Callable[..., Any], contract: str = "batched", **overrides: Any) -> Any:
+        return check(target, contract, **(defaults | overrides))
 
     return run
 
@@ -75,12 +71,8 @@ def specproof_assert_lossless(request: pytest.FixtureRequest) -> Callable[..., A
 
     defaults = _settings(request.config)
 
-    def run(verify: Callable[..., Any], contract: str = "batched", **overrides: Any) -> Any:
+    def run(target: Callable[..., Any], contract: str = "batched", **overrides: Any) -> Any:
         __tracebackhide__ = True
-        if contract == "generate":  # a whole pipeline (harness.check.pipeline_fixture)
-            from specproof.harness.check.pipeline_fixture import assert_generate_lossless
-
-            return assert_generate_lossless(verify, defaults | overrides)
-        return assert_lossless(verify, **(defaults | overrides))
+        return assert_lossless(target, contract, **(defaults | overrides))
 
     return run

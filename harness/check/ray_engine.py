@@ -1,10 +1,9 @@
 """``--engine ray``: the rows of one check sharded over Ray tasks; the engine reads the merged counts.
 
-The seam is the stream (:mod:`.engine`): :class:`ShardedStream` wraps one :class:`~.runner.BatchedStream`
+The seam is the stream (:mod:`.engine`): :class:`ShardedStream` wraps one :class:`~.driver.Stream` of any contract
 and its ``draw(n)`` splits the rows ``[o, o + n)`` of its scenario (``o`` = rows drawn so far) at the
 multiples of ``shard_rows``; each piece ``[a, b)`` is a Ray task that rebuilds the stream in the worker
-from a picklable :class:`ShardSpec` (TARGET string or the callable, scenario, dtype, device, rule,
-seed) and runs the verifier on ``b - a`` fresh rows whose drafts come from a generator seeded by
+from a picklable :class:`ShardSpec` (TARGET string or the callable, scenario, the check's options) and runs the verifier on ``b - a`` fresh rows whose drafts come from a generator seeded by
 ``(seed, scenario index, a)`` and whose verifier generators are seeded by ``a`` as in the local stream.
 So the rows are a function of the seed and of the engine's draw sizes only, never of ``--workers``,
 of the scheduling, or of the order in which pieces finish; the counts are integers summed in float64
@@ -80,27 +79,17 @@ def merge_batches(batches: Sequence[RowBatch]) -> RowBatch:
     return RowBatch(sum(b.rows for b in batches), counts, impossible, first)
 
 
-def shard_seed(seed: int, index: int, start: int) -> int:
-    """The draft generator's seed of the piece starting at row ``start`` of scenario ``index``."""
-    state = np.random.SeedSequence([seed, index, start]).generate_state(2, np.uint32)
-    return (int(state[0]) << 31 | int(state[1]) >> 1) % (2**63)
-
-
 @dataclass(frozen=True)
 class ShardSpec:
-    """Everything a worker needs to rebuild one stream: picklable (``verify`` is a TARGET string,
-    with its ``adapter``, or a callable that pickles)."""
+    """Everything a worker needs to rebuild one stream: picklable (``verify`` is a TARGET string, with its
+    ``adapter``, or a callable that pickles; ``options`` the check's, without the engine or progress)."""
 
     verify: str | Callable[..., Any]
     adapter: str | None
-    scenario: Any  # harness.check.scenarios.Scenario
+    scenario: Any  # one scenario of the contract's suite
     index: int
-    dtype: str
+    options: Any  # harness.check.options.CheckOptions
     device: str
-    rule: str | None
-    seed: int
-    batch_size: int
-    timeout: float | None
     sys_path: tuple[str, ...] = ()
     check_id: str = ""  # one per sharded check: the key of the worker's cache
 
@@ -109,15 +98,14 @@ _WORKER_STREAMS: dict[tuple[str, int], Any] = {}
 
 
 def _worker_stream(spec: ShardSpec) -> Any:
-    """The spec's BatchedStream in this worker (built once per worker; the spec kept alive with it)."""
+    """The spec's stream in this worker (built once per worker; the spec kept alive with it)."""
     hit = _WORKER_STREAMS.get((spec.check_id, spec.index))
     if hit is not None:
         return hit
     import torch  # noqa: F401  (the worker's first torch import)
     from specproof.proofs.claims.loading import load_object
-    from specproof.proofs.laws.step_rules import get_step_rule
-    from specproof.harness.check.calls import VerifierCaller, resolve_device
-    from specproof.harness.check.runner import BatchedStream, _prepared
+    from specproof.harness.check.calls import Caller, resolve_device
+    from specproof.harness.check.driver import Stream
 
     for entry in spec.sys_path:
         if entry not in sys.path and os.path.isdir(entry):
@@ -130,10 +118,10 @@ def _worker_stream(spec: ShardSpec) -> Any:
 
             verify = get_adapter(spec.adapter).wrap(verify)
     device = resolve_device(spec.device)
-    rule = get_step_rule(spec.rule) if spec.rule is not None else None
-    real, families = _prepared(spec.scenario, spec.dtype, str(device), rule)
-    stream = BatchedStream(spec.index, real, families, spec.dtype, spec.batch_size, spec.seed,
-                           VerifierCaller(verify, device, spec.timeout, False))
+    options = spec.options
+    prepared = options.contract.implementation().prepare(spec.scenario, options, device)
+    stream = Stream(spec.index, prepared, Caller(verify, device, options.timeout, False), options.seed,
+                    options.batch_size)
     if len(_WORKER_STREAMS) > 64:
         _WORKER_STREAMS.clear()
     _WORKER_STREAMS[(spec.check_id, spec.index)] = stream
@@ -143,17 +131,16 @@ def _worker_stream(spec: ShardSpec) -> Any:
 def run_piece(spec: ShardSpec, start: int, rows: int) -> tuple[str, Any, float]:
     """Rows ``[start, start + rows)`` of the spec's scenario: ``("ok", RowBatch, verifier seconds)``, or
     ``("input-error", (class name, argument, problem, fix), 0)`` for the verifier's own failures."""
-    import torch
-
     from specproof.harness.check.calls import ContractViolation, VerifierError
+    from specproof.harness.check.seeding import generator, shard_seed
 
     try:
         stream = _worker_stream(spec)
-        stream.draft_gen = torch.Generator().manual_seed(shard_seed(spec.seed, spec.index, start))
-        stream.rows = start  # the verifier's generators are seeded by the absolute row offset
-        before = stream.call.seconds
+        stream.input_gen = generator(shard_seed(spec.options.seed, spec.index, start))
+        stream.rows = start  # the target's generators are seeded by the absolute row offset
+        before = stream.caller.seconds
         batch = stream.draw(rows)
-        return "ok", batch, stream.call.seconds - before
+        return "ok", batch, stream.caller.seconds - before
     except SpecproofInputError as err:
         kind = {VerifierError: "VerifierError", ContractViolation: "ContractViolation"}.get(type(err),
                                                                                             "SpecproofInputError")
@@ -169,7 +156,7 @@ def _input_error(payload: tuple[str, str, str, str]) -> SpecproofInputError:
 
 
 class ShardedStream:
-    """A :class:`~.runner.BatchedStream` whose rows are drawn by Ray tasks (module docstring)."""
+    """A :class:`~.driver.Stream` whose rows are drawn by Ray tasks (module docstring)."""
 
     def __init__(self, stream: Any, spec_ref: Any, engine: "RayEngine"):
         self.local, self.spec_ref, self.engine = stream, spec_ref, engine
@@ -201,8 +188,8 @@ class ShardedStream:
             ahead = [p for p in planned if p not in self.ahead]
             self.ahead.update(zip(ahead, engine.submit(self.spec_ref, ahead)))
         batches, seconds = engine.collect(refs, pieces, self.name)
-        self.local.call.seconds += seconds  # the check's verifier time includes the workers'
-        self.local.call.rows += rows
+        self.local.caller.seconds += seconds  # the check's target time includes the workers'
+        self.local.caller.rows += rows
         return merge_batches(batches)
 
     def empty_report(self) -> Any:
@@ -254,25 +241,26 @@ class RayEngine:
             self._start = None
         self.task = None
 
-    def shard(self, streams: Sequence[Any], verify: Callable[..., Any], rule: Any, timeout: float | None,
-              batch_size: int) -> list[ShardedStream]:
-        """One :class:`ShardedStream` per stream of ``check_verifier`` (its specs put in Ray's store once)."""
+    def shard(self, streams: Sequence[Any], verify: Callable[..., Any], options: Any) -> list[ShardedStream]:
+        """One :class:`ShardedStream` per stream of a check of any contract (its specs put in Ray's store once)."""
         self._ready()
-        device = str(streams[0].real.device)
+        device = str(streams[0].prepared.device)
         if device.startswith("cuda"):
             gpus = float(self.ray.cluster_resources().get("GPU", 0.0))
             if gpus <= 0:
                 raise SpecproofInputError("--device", "cuda with --engine ray, but the Ray cluster has no GPU",
                                           "join a cluster with GPUs (--address) or use --device cpu")
             self.num_gpus = min(1.0, gpus / self.workers)
-        self.timeout = timeout
+        self.timeout = options.timeout
+        worker_options = options.with_(engine=None, progress=None, scenarios=None, hard_timeout=False,
+                                       rule=getattr(options.rule, "name", options.rule))
         target = self.verify if self.verify is not None else verify
         paths = (os.getcwd(),) + tuple(p for p in sys.path if p and os.path.isdir(p))
         check_id = uuid.uuid4().hex
         out = []
         for s in streams:
-            spec = ShardSpec(target, self.adapter, s.real.scenario, s.index, s.dtype, device,
-                             getattr(rule, "name", rule), s.seed, batch_size, timeout, paths, check_id)
+            spec = ShardSpec(target, self.adapter, s.prepared.scenario, s.index, worker_options, device, paths,
+                             check_id)
             out.append(ShardedStream(s, self.ray.put(spec), self))
         return out
 

@@ -79,7 +79,7 @@ def warm_worker() -> None:
     """A no-op task that imports what a check's pieces need (else each worker's first piece pays)."""
     import torch  # noqa: F401
 
-    import specproof.harness.check.runner  # noqa: F401
+    import specproof.harness.check.driver  # noqa: F401
 
 
 class RayStart:

@@ -27,7 +27,7 @@ from specproof.harness.files.json_numbers import number_word
 __all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT",
            "interlude_note"]
 
-# defaults of check_verifier and specproof check (here, torch-free, so the CLI parser is cheap to build)
+# defaults of check and specproof check (here, torch-free, so the CLI parser is cheap to build)
 DEFAULT_SAMPLES = 200_000  # rows per scenario
 DEFAULT_TIMEOUT = 120.0  # seconds per verifier call
 DEFAULT_MAX_DETECTABLE_TV = 0.02  # the power a default check's PASS states
@@ -157,6 +157,7 @@ class CheckResult:
     injection_findings: list[Finding] = field(default_factory=list)
     time_budget: float | None = None
     inconclusive: str | None = None  # why a sharded check concluded nothing (a shard failed for good)
+    contract: str = "batched"  # the check contract the target was checked under
 
     @property
     def passed(self) -> bool:
@@ -276,7 +277,7 @@ class CheckResult:
     def as_json(self) -> dict[str, Any]:
         best = self.diagnosis()
         return {
-            "verdict": self.verdict.value, "dtype": self.dtype, "device": self.device, "seed": self.seed,
+            "verdict": self.verdict.value, "contract": self.contract, "dtype": self.dtype, "device": self.device, "seed": self.seed,
             "alpha": self.alpha, "samples_per_scenario": self.samples, "rule": self.rule,
             "detectable_tv": self.detectable_tv, "max_detectable_tv": self.max_detectable_tv,
             "exit_code": self.exit_code, "rows": self.rows, "verifier_seconds": self.verifier_seconds,

@@ -334,7 +334,7 @@ def _default_suite(large_vocab: int) -> tuple[Scenario, ...]:
 
 
 def default_suite(*, large_vocab: int = 1000) -> list[Scenario]:
-    """The scenarios ``check_verifier`` runs by default (fixed seeds: results are reproducible).
+    """The scenarios the batched contract runs by default (fixed seeds: results are reproducible).
 
     The position-disjoint certainty probe comes first: the screening pass reads the suite in order,
     and a position mix-up is a certain finding there in its first 4 rows with probability 1 or 15/16.

@@ -27,28 +27,20 @@ Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 from __future__ import annotations
 
 import itertools
-import time
 from fractions import Fraction
-from typing import Any, Callable
 
 import numpy as np
-import torch
 
 from specproof.proofs.laws.sequences import law_tv, target_law
 
-from specproof.harness.check.calls import call_verifier
-from specproof.harness.check.engine import RowBatch
 from specproof.harness.check.events import EventFamily, first_difference, sequence_keys
-from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
 from specproof.harness.check.tree_laws import TREE_MUTANT_RULES, conditionals, continued, extensions, tree_law
-from specproof.harness.check.tree_scenarios import TreeBatch, TreeRealisation
+from specproof.harness.check.tree_scenarios import TreeRealisation
 from specproof.harness.exact.tolerances import draft_sampling_tolerance, step_tolerance
 
-__all__ = ["ZERO_TOKEN", "OFF_TREE", "tree_tolerance", "tree_families", "TreeCaller", "TreeStream", "impossible_counts"]
+__all__ = ["OFF_TREE", "tree_tolerance", "tree_families"]
 
-ZERO_TOKEN = "emitted a token of target probability 0 at its prefix"
 OFF_TREE = "emitted tokens before the last that leave the tree"
-MAX_CALL_ROWS = 8192
 
 
 def tree_tolerance(dtype: str, vocab: int, nodes: int) -> Fraction:
@@ -119,75 +111,3 @@ def tree_families(real: TreeRealisation) -> list[EventFamily]:
     if bug is not None:
         families.append(bug)
     return families
-
-
-class TreeCaller:
-    """Calls the tree verifier on one batch (its own copies), under the time limit; counts seconds and rows."""
-
-    def __init__(self, verify: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
-        self.verify, self.device, self.timeout, self.hard = verify, device, timeout, hard
-        self.seconds = 0.0
-        self.rows = 0
-
-    def __call__(self, real: TreeRealisation, batch: TreeBatch, seed: int) -> torch.Tensor:
-        gen = torch.Generator(device=self.device).manual_seed(seed % (2**63))
-        t0 = time.perf_counter()
-        out = call_verifier(self.verify, batch.arguments(gen), self.timeout, real.scenario.name, self.hard)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-        self.seconds += time.perf_counter() - t0
-        self.rows += batch.rows
-        return validate_tree_output(out, batch.rows, real.depth, real.vocab, real.scenario.name)
-
-    def seconds_per_row(self) -> float:
-        """Seconds per row over the calls so far (0 before any)."""
-        return self.seconds / max(self.rows, 1)
-
-
-def impossible_counts(real: TreeRealisation, batch: TreeBatch, emitted: torch.Tensor) -> tuple[dict, dict]:
-    """``({label: rows}, {label: earliest 1-based position})`` of the two impossible outcomes."""
-    zero = real.zero_positions(emitted)
-    off = off_tree_rows(emitted, real.tree.parents, batch.node_tokens)
-    counts, first = {}, {}
-    for label, pos in ((ZERO_TOKEN, zero), (OFF_TREE, off)):
-        hit = pos[pos > 0]
-        counts[label] = int(hit.size)
-        if hit.size:
-            first[label] = int(hit.min())
-    return counts, first
-
-
-class TreeStream:
-    """One tree scenario as an engine stream (:class:`.engine.Stream`)."""
-
-    impossible_labels = (ZERO_TOKEN, OFF_TREE)
-
-    def __init__(self, real: TreeRealisation, caller: TreeCaller, seed: int, index: int,
-                 families: list[EventFamily] | None = None):
-        self.real, self.caller, self.index, self.seed = real, caller, index, seed
-        self.name, self.vocab, self.k = real.scenario.name, real.vocab, real.depth
-        self.families = tree_families(real) if families is None else families
-        self.tolerance = float(tree_tolerance(real.dtype, real.vocab, len(real.tree.parents)))
-        self.generator = torch.Generator().manual_seed((seed * 1_000_003 + index) % (2**63))
-        self.notes: dict[str, str] = {}
-        self.drawn = 0
-
-    def draw(self, rows: int) -> RowBatch:
-        counts = [np.zeros(f.n_keys) for f in self.families]
-        impossible = {label: 0 for label in self.impossible_labels}
-        first: dict[str, int] = {}
-        done = 0
-        while done < rows:
-            n = min(MAX_CALL_ROWS, rows - done)
-            batch = self.real.sample(n, self.generator)
-            emitted = self.caller(self.real, batch, self.seed * 7_919 + self.index * 104_729 + self.drawn)
-            more, pos = impossible_counts(self.real, batch, emitted)
-            for label, c in more.items():
-                impossible[label] += c
-            for label, p in pos.items():
-                first[label] = min(first.get(label, p), p)
-            for fam, cnt in zip(self.families, counts):
-                cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
-            done += n
-            self.drawn += n
-        return RowBatch(rows, counts, {k: v for k, v in impossible.items() if v}, first)

@@ -45,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
                     "Fractions, the rows specproof and two baselines need to flag each zoo member "
                     "beside the oracle row count N* (the rows a sequential test that knows the member's "
                     "exact law needs against every lossless law; printed per member with rows / N*), "
-                    "check_verifier throughput and harness share, proof times, fitted growth "
+                    "check throughput and harness share, proof times, fitted growth "
                     "exponents, and the check as a user runs it: the default check's seconds and "
                     "detectable TV, each member's default run against --fail-fast, and --time-budget 120 "
                     "at a one-row-at-a-time verifier's speed. Writes bench.json and bench.md "

@@ -6,7 +6,7 @@ local worker processes or as Ray tasks (:mod:`specproof.harness.report.ray_run`)
 ``local`` (the default): in this process, as always.  ``ray``: the rows of each scenario are sharded
 over Ray tasks (:mod:`specproof.harness.check.ray_engine`); with no ``--address`` a local Ray with
 ``num_cpus = --workers`` is started and stopped by the command, else the cluster at the address is
-joined (its nodes must import TARGET: the same path, or an installed package).  Batched contract only.
+joined (its nodes must import TARGET: the same path, or an installed package).  Every contract.
 Ray is the optional extra ``specproof[ray]``; without it ``--engine ray`` exits 2 naming the install.
 
 Layer: harness.cli (level 5, the top); imports neither torch nor Ray at module level.
@@ -23,6 +23,7 @@ from specproof.proofs.errors import SpecproofInputError
 __all__ = ["add_options", "check_options", "engine_for", "report_engine", "ENGINES"]
 
 ENGINES = ("local", "ray")
+DEFAULT_WORKERS = 2
 
 
 def add_options(parser: argparse.ArgumentParser, what: str = "rows") -> None:
@@ -33,7 +34,7 @@ def add_options(parser: argparse.ArgumentParser, what: str = "rows") -> None:
     parser.add_argument("--engine", choices=ENGINES, default="local", help=where + " (pip install specproof[ray])")
     parser.add_argument("--address", metavar="ADDR",
                         help="with --engine ray: a running Ray cluster (default: a local Ray for this command)")
-    parser.add_argument("--workers", type=int, default=2, metavar="N",
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="with --engine ray: CPUs of the local Ray (default 2)")
 
 
@@ -41,14 +42,15 @@ def check_options(args: argparse.Namespace) -> None:
     """Refuse engine flags that cannot apply, and --engine ray without Ray, before any work."""
     engine = getattr(args, "engine", "local")
     if engine == "local":
-        if args.address is not None:
-            raise SpecproofInputError("--address", "given with --engine local", "add --engine ray or drop --address")
+        for flag, value in (("--address", args.address), ("--workers", args.workers)):
+            if value is not None:
+                raise SpecproofInputError(flag, "given with --engine local, where it does nothing",
+                                          f"add --engine ray or drop {flag}")
         return
+    if args.workers is None:
+        args.workers = DEFAULT_WORKERS
     if args.workers < 1:
         raise SpecproofInputError("--workers", f"{args.workers} is not a positive integer", "pass e.g. --workers 2")
-    if getattr(args, "contract", "batched") != "batched":
-        raise SpecproofInputError("--engine", f"ray serves the batched contract, not {args.contract}",
-                                  "use --engine local for this contract")
     from specproof.harness.check.ray_start import require_ray
 
     require_ray()
@@ -88,4 +90,4 @@ def report_engine(args: argparse.Namespace) -> Any:
     from specproof.harness.report.run import ReportEngine
 
     check_options(args)
-    return ReportEngine(args.engine, args.address, args.workers)
+    return ReportEngine(args.engine, args.address, args.workers or DEFAULT_WORKERS)

@@ -1,5 +1,5 @@
 """The pipeline section of ``specproof report``: each whole pipeline of :data:`specproof.impls.pipelines.PIPELINES`
-through the ``generate`` contract (:func:`~specproof.harness.check.pipeline_check.check_generate`), in float32.
+through the ``generate`` contract (:func:`~specproof.harness.check.driver.check`), in float32.
 
 One ``pipeline`` row per pipeline, key ``pipeline/NAME/float32/SUITE``:
 
@@ -102,10 +102,10 @@ def suite_input(record: Any, sampling: Any = None) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _reference_hash() -> str:
-    from specproof.harness.check.pipeline_check import check_generate
+    from specproof.harness.check.driver import run_check
     from specproof.harness.check.pipeline_laws import PipelineLaw, pipeline_families
 
-    return definition_hash("pipeline", check_generate, PipelineLaw.build, pipeline_families)
+    return definition_hash("pipeline", run_check, PipelineLaw.build, pipeline_families)
 
 
 def _input_hash(scenarios: list[Any], seed: int, rows: int | None) -> str:
@@ -117,7 +117,7 @@ def pipeline_row(record: Any, rows: int | None, seed: int, device: str, sampling
     """Check one pipeline (module docstring) and return its row; ``sampling`` (a campaign's setting):
     the suite's distinct model pairs under that one setting instead (input ``SUITE <setting>``)."""
     from specproof.harness.check.calls import ContractViolation, VerifierError
-    from specproof.harness.check.pipeline_check import check_generate
+    from specproof.harness.check.driver import check
     from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV
 
     start = time.perf_counter()
@@ -132,7 +132,7 @@ def pipeline_row(record: Any, rows: int | None, seed: int, device: str, sampling
                               "rows_per_scenario": rows, "fail_fast": mutant, "max_detectable_tv": power,
                               "inject": True, "scenario_names": [s.name for s in scenarios]}
     try:
-        result = check_generate(fn, scenarios=scenarios, dtype=PIPELINE_DTYPE, device=device, seed=seed, rows=rows,
+        result = check(fn, "generate", scenarios=scenarios, dtype=PIPELINE_DTYPE, device=device, seed=seed, samples=rows,
                                 max_detectable_tv=power, fail_fast=mutant, progress=False)
     except (VerifierError, ContractViolation) as err:
         message = f"{type(err).__name__}: {err}"

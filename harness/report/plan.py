@@ -11,7 +11,7 @@ Four kinds of rows (:mod:`.report_schema` describes the fields):
 * ``grid`` - :func:`~specproof.harness.drift.grid.measure_grid` of a ``uniforms`` record on one small scenario:
   the exact law on the RNG grid against the rule's exact law, TV and grid tolerance
   ``min(1, (K+1)(delta + V delta/2 + (V+3) u))``, impossible mass;
-* ``statistical`` - :func:`~specproof.harness.check.runner.check_verifier` of a ``batched`` record over the
+* ``statistical`` - :func:`~specproof.harness.check.driver.check` of a ``batched`` record over the
   default suite: verdict, the worst finding's excess ``|observed - expected| - tolerance`` and the
   detectable TV (power 0.99) of the run.
 
@@ -155,9 +155,9 @@ def reference_hash(kind: str) -> str:
     if kind == "grid":
         from specproof.harness.drift.grid import ideal_round_law, measure_grid
         return definition_hash("grid", measure_grid, ideal_round_law)
-    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.driver import run_check
     from specproof.harness.check.events import build_families
-    return definition_hash("statistical", check_verifier, build_families)
+    return definition_hash("statistical", run_check, build_families)
 
 
 @functools.lru_cache(maxsize=None)
@@ -302,7 +302,8 @@ REPORT_MAX_DETECTABLE_TV = 0.05
 def statistical_row(record: Any, dtype: str, samples: int, seed: int, device: str,
                     large_vocab: int) -> dict[str, Any]:
     """The statistical check of one batched record (zoo members stop at the first rejecting look)."""
-    from specproof.harness.check.runner import ContractViolation, VerifierError, check_verifier
+    from specproof.harness.check.calls import ContractViolation, VerifierError
+    from specproof.harness.check.driver import check
     from specproof.harness.check.scenarios import default_suite
 
     start = time.perf_counter()
@@ -312,7 +313,7 @@ def statistical_row(record: Any, dtype: str, samples: int, seed: int, device: st
         suite = [s.greedy() for s in suite]
     digest = _scenario_digest(suite, f"seed={seed}")
     try:
-        result = check_verifier(record.fn, dtype=dtype, device=device, samples=samples, seed=seed, rule=rule,
+        result = check(record.fn, dtype=dtype, device=device, samples=samples, seed=seed, rule=rule,
                                 scenarios=suite, fail_fast=not record.expected_exact,
                                 max_detectable_tv=REPORT_MAX_DETECTABLE_TV)
     except (VerifierError, ContractViolation) as err:

@@ -5,7 +5,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from specproof.harness.check.pipeline_check import check_generate  # noqa: E402
+from specproof.harness.check.driver import check  # noqa: E402
 from specproof.harness.check.pipeline_transformers import TransformersPair, transformers_suite  # noqa: E402
 from specproof.harness.check.pipeline_transformers_probe import probe_assisted_generation  # noqa: E402
 from specproof.harness.check.result import Verdict  # noqa: E402
@@ -61,7 +61,7 @@ def test_ci_check_of_transformers_pipeline_runs_to_its_verdict():
     unless certain (none at T = 1, no zeros), so the measured verdict is UNDERPOWERED (observed
     repeatedly), its reason the detectable TV above 0.05."""
     scenario = transformers_suite(new_tokens=2)[0]
-    result = check_generate(transformers_generate, scenarios=[scenario], rows=64, inject=False, progress=False)
+    result = check(transformers_generate, "generate", scenarios=[scenario], samples=64, inject=False, progress=False)
     assert result.verdict is Verdict.UNDERPOWERED, result
     (report,) = result.scenarios
     assert not report.findings and not result.reproducibility
@@ -87,7 +87,7 @@ def test_injection_finds_u_zero_accepting_a_processed_away_draft_in_the_releases
     from specproof.impls.adapters.transformers_release import accepts_ratio_ties
 
     scenario = transformers_suite()[2]
-    result = check_generate(transformers_generate, scenarios=[scenario], rows=64, progress=False)
+    result = check(transformers_generate, "generate", scenarios=[scenario], samples=64, progress=False)
     found = [f for r in result.scenarios for f in r.findings if f.family == "injection"]
     if not accepts_ratio_ties():
         assert not found and result.verdict is not Verdict.FAIL, result

@@ -72,9 +72,9 @@ def test_inputs_are_validated(change, error, match):
 
 @pytest.mark.gpu
 def test_tree_references_on_cuda_show_no_finding():
-    from specproof.harness.check.tree_runner import check_tree
+    from specproof.harness.check.driver import check
 
     for fn in (tree_rrs, tree_target_only):
         for dtype in ("float32", "float16", "bfloat16"):
-            result = check_tree(fn, dtype=dtype, device="cuda", samples=20_000, progress=False)
+            result = check(fn, "tree", dtype=dtype, device="cuda", samples=20_000, progress=False)
             assert not result.findings, result.summary()

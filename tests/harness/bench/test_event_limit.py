@@ -62,11 +62,11 @@ def test_the_prediction_is_the_size_of_what_a_check_in_that_scenario_spends():
     doubling batches cost a few times more at most; it can stop early by luck, never by much)."""
     import statistics
 
-    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.driver import check
     from specproof.impls import get
 
     suite = [s for s in default_suite() if s.name == "adversarial resample-from-p"]
     predicted = event_limit_table(["resample-from-target"], suite, dtype="float32", alpha=1e-6)["resample-from-target"]
-    spent = [check_verifier(get("resample-from-target").fn, scenarios=suite, fail_fast=True, seed=seed,
+    spent = [check(get("resample-from-target").fn, scenarios=suite, fail_fast=True, seed=seed,
                             inject=False, progress=False).rows for seed in range(5)]
     assert 0.5 * predicted["rows"] <= statistics.median(spent) <= 4 * predicted["rows"], (predicted["rows"], spent)

@@ -16,7 +16,7 @@ from specproof.harness.bench.event_limit import event_means
 from specproof.harness.check.bet_products import BET_PRODUCT_FRACTIONS
 from specproof.harness.check.engine import alpha_shares
 from specproof.harness.check.events import build_families
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.driver import check
 from specproof.harness.check.scenarios import Scenario, default_suite
 from specproof.impls import get
 
@@ -114,7 +114,7 @@ def test_only_the_upper_side_has_a_share_of_alpha_and_constant_products_are_drop
 def test_a_temperature_on_the_target_alone_is_flagged_by_a_bet_product():
     """target-only-temperature tilts every token's law the same way: in the runtime-style scenario a
     bet product over all emitted tokens is its first finding, read as a ceiling."""
-    result = check_verifier(get("target-only-temperature").fn, fail_fast=True, seed=0, progress=False, inject=False,
+    result = check(get("target-only-temperature").fn, fail_fast=True, seed=0, progress=False, inject=False,
                             scenarios=[_scenario("runtime-style context-free")])
     assert result.verdict.value == "fail"
     first = max(result.findings, key=lambda f: f.statistic)

@@ -1,14 +1,15 @@
 """The certainty probe ('position-disjoint supports', first in the default suite): its shape, the
 position mix-ups it makes certain, what it costs the statistical scenarios, and a row budget's split
-around it (runner.rows_per_scenario)."""
+around it (driver.rows_per_scenario)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specproof.harness import check_verifier, default_suite
-from specproof.harness.check.runner import Verdict
+from specproof.harness import default_suite
+from specproof.harness.check.driver import check
+from specproof.harness.check.result import Verdict
 from specproof.impls import get
 from specproof.proofs.errors import SpecproofInputError
 
@@ -32,13 +33,13 @@ def test_the_position_disjoint_pair_gives_every_position_its_own_support_and_com
 def test_a_certainty_probe_leaves_the_statistical_streams_rows_as_they_were():
     """Stream numbers seed the rows: statistical scenarios are numbered among themselves, so a run
     with the probe draws the very rows of a run without it in every other scenario (plus the probe's)."""
-    from specproof.harness.check.runner import PROBE_STREAMS, stream_numbers
+    from specproof.harness.check.driver import PROBE_STREAMS, stream_numbers
 
     suite = default_suite()
     assert stream_numbers(suite) == [PROBE_STREAMS] + list(range(len(suite) - 1))
     fn = get("resample-from-target").fn
-    without = check_verifier(fn, scenarios=suite[1:], samples=2_000, fail_fast=True, inject=False)
-    with_probe = check_verifier(fn, scenarios=suite, samples=2_000, fail_fast=True, inject=False)
+    without = check(fn, scenarios=suite[1:], samples=2_000, fail_fast=True, inject=False)
+    with_probe = check(fn, scenarios=suite, samples=2_000, fail_fast=True, inject=False)
     assert with_probe.scenarios[0].rows == 4 and not with_probe.scenarios[0].findings
     assert [s.rows for s in with_probe.scenarios[1:]] == [s.rows for s in without.scenarios]
     assert with_probe.rows == without.rows + 4 and with_probe.findings[0].line() == without.findings[0].line()
@@ -49,22 +50,22 @@ def test_exact_rules_never_emit_a_probability_0_token_in_the_probe(dtype):
     """The probe's tables are dyadic (exact in every dtype): the exact rules pass it at its quota."""
     for name in ("canonical-ratio-race", "canonical-ratio-invcdf", "canonical-log-race", "block", "vllm-v1-layout",
                  "flashinfer-layout"):
-        result = check_verifier(get(name).fn, scenarios=default_suite()[:1], samples=2_000, dtype=dtype,
+        result = check(get(name).fn, scenarios=default_suite()[:1], samples=2_000, dtype=dtype,
                                 inject=False, max_detectable_tv=0.02)
         assert result.verdict == Verdict.PASS and not result.findings, (name, dtype)
         assert result.scenarios[0].rows == 228 and result.scenarios[0].certainty_probe
 
 
 def test_the_injection_passes_the_interlude_plans_for_are_those_of_the_default_check():
-    from specproof.harness.check.injection import zero_target_scenarios
-    from specproof.harness.check.runner import INJECTION_PASSES
+    from specproof.harness.check.contracts.batched import zero_target_scenarios
+    from specproof.harness.check.driver import injection_passes
 
-    result = check_verifier(get("canonical-ratio-race").fn, samples=64, max_detectable_tv=1.0)
-    assert result.injection["passes"] == INJECTION_PASSES == 7 * len(zero_target_scenarios())
+    result = check(get("canonical-ratio-race").fn, samples=64, max_detectable_tv=1.0)
+    assert result.injection["passes"] == injection_passes(len(zero_target_scenarios())) == 7 * len(zero_target_scenarios())
 
 
 def test_a_fixed_samples_pass_names_its_worst_statistical_scenario_and_states_the_probe_apart():
-    result = check_verifier(get("canonical-ratio-race").fn, samples=12_000, max_detectable_tv=0.05, inject=False)
+    result = check(get("canonical-ratio-race").fn, samples=12_000, max_detectable_tv=0.05, inject=False)
     text = result.summary()
     assert result.verdict == Verdict.PASS and "worst scenario: position-disjoint" not in text
     probe = result.scenarios[0]
@@ -75,7 +76,7 @@ def test_a_fixed_samples_pass_names_its_worst_statistical_scenario_and_states_th
 def test_a_row_budget_is_spent_on_the_statistical_scenarios_past_the_probe_s_few_rows():
     """budget=B: the probe takes the 90 rows that see a rate of 0.05 (ceil(ln 0.01 / ln 0.95)), the 13
     statistical scenarios share the rest; at most B stream rows in all, and no probe's share unspent."""
-    from specproof.harness.check.runner import rows_per_scenario
+    from specproof.harness.check.driver import rows_per_scenario
 
     suite = default_suite()
     probe = suite[0]
@@ -84,13 +85,13 @@ def test_a_row_budget_is_spent_on_the_statistical_scenarios_past_the_probe_s_few
     assert rows_per_scenario(14 * 90 - 1, suite, 0.05) == (14 * 90 - 1) // 14  # below the probe's rows: even
     assert rows_per_scenario(14_000, suite[1:], 0.05) == 14_000 // 13  # no probe: the even split
     assert rows_per_scenario(500, [probe, probe], 0.05) == 250  # probes only: the even split
-    result = check_verifier(get("canonical-ratio-race").fn, budget=14_000, max_detectable_tv=0.05, inject=False)
+    result = check(get("canonical-ratio-race").fn, budget=14_000, max_detectable_tv=0.05, inject=False)
     rows = [s.rows for s in result.scenarios]
     assert result.samples == 1_070 and rows == [90] + [1_070] * 13 and 14_000 - 13 <= sum(rows) <= 14_000
     for bad, message in ((0, "0 rows give 0 rows per scenario.*at least 896 rows"), (2.5e4, "whole number"),
                          (True, "whole number")):
         with pytest.raises(SpecproofInputError, match="budget.*" + message):
-            check_verifier(get("canonical-ratio-race").fn, budget=bad)
+            check(get("canonical-ratio-race").fn, budget=bad)
 
 
 @settings(max_examples=200, deadline=None)
@@ -100,7 +101,8 @@ def test_a_row_budget_never_over_spends_and_smallest_budget_is_the_least_that_gi
                                                                                           budget):
     """Stream rows of the split, counting a probe's min(R, rows) (engine.plan_quota), never exceed the
     budget, and smallest_budget is the least budget giving every statistical scenario 64 rows."""
-    from specproof.harness.check.runner import MIN_ROWS, rows_per_scenario, smallest_budget
+    from specproof.harness.check.driver import rows_per_scenario, smallest_budget
+    from specproof.harness.check.options import MIN_ROWS
     from specproof.harness.check.statistics import rows_to_see_rate
 
     suite = default_suite()
@@ -122,7 +124,7 @@ def test_a_position_mix_up_is_a_certain_finding_in_the_position_disjoint_pair(na
     """Each mutant emits a probability-0 token there with probability 1 or 1/2 per row: a FAIL by an
     impossible outcome at its first batch of 4 rows or soon after (2^-64 chance of none in 64 rows)."""
     suite = default_suite()[:1]
-    result = check_verifier(get(name).fn, scenarios=suite, samples=64, fail_fast=True, inject=False)
+    result = check(get(name).fn, scenarios=suite, samples=64, fail_fast=True, inject=False)
     best = result.diagnosis()
     assert result.verdict == Verdict.FAIL and best.certain and best.family == "impossible"
     assert best.scenario == "position-disjoint supports" and result.rows <= 64
@@ -131,5 +133,5 @@ def test_a_position_mix_up_is_a_certain_finding_in_the_position_disjoint_pair(na
 @pytest.mark.parametrize("name", POSITION_MIX_UPS)
 def test_the_default_suite_flags_a_position_mix_up_in_its_first_rows(name):
     """With the whole default suite under fail_fast the certain finding comes in the screening pass."""
-    result = check_verifier(get(name).fn, samples=20_000, fail_fast=True, seed=3)
+    result = check(get(name).fn, samples=20_000, fail_fast=True, seed=3)
     assert result.verdict == Verdict.FAIL and result.diagnosis().certain and result.rows <= 64

@@ -1,4 +1,4 @@
-"""check_verifier: exact implementations pass, the zoo is flagged, false alarms stay rare, bad
+"""check (batched contract): exact implementations pass, the zoo is flagged, false alarms stay rare, bad
 targets are usage errors."""
 
 import math
@@ -7,14 +7,19 @@ import numpy as np
 import pytest
 import torch
 
-from specproof.harness import (ContractViolation, Scenario, VerifierError, assert_lossless, check_verifier,
+from specproof.harness.check.driver import check
+from specproof.harness import (ContractViolation, Scenario, VerifierError, assert_lossless,
                                critical_value, default_suite, detectable_shift, samples_for_shift)
-from specproof.harness.check.runner import Verdict
+from specproof.harness.check.contracts.batched import INJECTION_ROWS, zero_target_scenarios
+from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, injection_passes
+from specproof.harness.check.result import Verdict
 from specproof.harness.check.statistics import bernoulli_kl, event_test, rejection_threshold
 from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
 import cli_targets
+
+INJECTION_PASSES = injection_passes(len(zero_target_scenarios()))  # the default check's planned passes
 
 # the runtime-layout records are checked through their adapters in tests/impls/adapters/
 # transformers' own function (exact from release 5.25.0) runs one row at a time: its own tests
@@ -29,14 +34,14 @@ GRID_ONLY = {"le-ratio-invcdf"}
 @pytest.mark.parametrize("record", EXACT, ids=lambda r: r.name)
 def test_exact_implementations_pass(record, dtype):
     # 10,000 rows per scenario (the default depth is the slow test below)
-    result = check_verifier(record.fn, dtype=dtype, samples=10_000, seed=1, max_detectable_tv=0.09)
+    result = check(record.fn, dtype=dtype, samples=10_000, seed=1, max_detectable_tv=0.09)
     assert result.passed, result.summary()
     assert result.detectable_tv <= 0.09
 
 
 @pytest.mark.parametrize("record", [r for r in ZOO if r.name not in GRID_ONLY], ids=lambda r: r.name)
 def test_zoo_is_flagged_with_default_settings(record):
-    result = check_verifier(record.fn, dtype="float32", fail_fast=True)
+    result = check(record.fn, dtype="float32", fail_fast=True)
     assert not result.passed, f"{record.name} slipped through"
     assert result.findings
 
@@ -46,8 +51,8 @@ def test_u_zero_member_is_invisible_to_sampling_and_certain_under_injection():
     test_grid.py); the default check's RNG edge injection flags it with certainty, black-box."""
     for record in ZOO:
         if record.name in GRID_ONLY:
-            assert check_verifier(record.fn, samples=20_000, max_detectable_tv=0.06, inject=False).passed
-            result = check_verifier(record.fn, samples=2_000, max_detectable_tv=0.06)
+            assert check(record.fn, samples=20_000, max_detectable_tv=0.06, inject=False).passed
+            result = check(record.fn, samples=2_000, max_detectable_tv=0.06)
             assert result.flagged and result.injection_findings, result.summary()
             assert all(f.certain for f in result.injection_findings)
             assert "2^-24" in result.injection_summary or "1/16777216" in result.injection_summary
@@ -57,26 +62,26 @@ def test_zoo_flagged_in_float64_too():
     for record in ZOO:
         if record.name in GRID_ONLY:
             continue
-        assert not check_verifier(record.fn, dtype="float64", fail_fast=True).passed, record.name
+        assert not check(record.fn, dtype="float64", fail_fast=True).passed, record.name
 
 
 def test_greedy_is_checked_against_temperature_zero_targets():
     greedy = next(r for r in implementations(contract="batched") if r.rule == "greedy")
-    assert check_verifier(greedy.fn, rule="greedy", samples=20_000, max_detectable_tv=0.1).passed
-    assert not check_verifier(greedy.fn, fail_fast=True).passed  # not lossless for sampling
+    assert check(greedy.fn, rule="greedy", samples=20_000, max_detectable_tv=0.1).passed
+    assert not check(greedy.fn, fail_fast=True).passed  # not lossless for sampling
 
 
 def test_conformance_to_a_named_rule_separates_block_from_canonical():
     block = next(r for r in implementations(contract="batched") if r.rule == "block")
-    assert check_verifier(block.fn, samples=20_000, max_detectable_tv=0.06).passed  # lossless
-    assert not check_verifier(block.fn, rule="canonical", samples=20_000, fail_fast=True).passed
+    assert check(block.fn, samples=20_000, max_detectable_tv=0.06).passed  # lossless
+    assert not check(block.fn, rule="canonical", samples=20_000, fail_fast=True).passed
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("record", EXACT, ids=lambda r: r.name)
 def test_exact_implementations_pass_with_default_settings(record, dtype):
-    assert check_verifier(record.fn, dtype=dtype).passed
+    assert check(record.fn, dtype=dtype).passed
 
 
 def test_repeated_seeds_never_cry_wolf():
@@ -84,7 +89,7 @@ def test_repeated_seeds_never_cry_wolf():
     in float32 and float64: the slow test_false_alarms.py)."""
     suite = [s for s in default_suite() if "large" not in s.tags]
     for seed in range(12):
-        result = check_verifier(cli_targets.exact, samples=2_000, seed=1000 + seed, scenarios=suite)
+        result = check(cli_targets.exact, samples=2_000, seed=1000 + seed, scenarios=suite)
         assert not result.flagged, result.summary()
 
 
@@ -131,9 +136,9 @@ def test_small_bias_detected_only_above_the_reported_resolution():
         return verify
 
     suite = [Scenario.from_laws("resample counterexample", "p=(1/2,1/2), q=(1,0)", [0.5, 0.5], [1, 0], 2)]
-    strong = check_verifier(mixture(0.5), scenarios=suite, samples=20_000)
+    strong = check(mixture(0.5), scenarios=suite, samples=20_000)
     assert not strong.passed
-    faint = check_verifier(mixture(0.002), scenarios=suite, samples=20_000, max_detectable_tv=0.05)
+    faint = check(mixture(0.002), scenarios=suite, samples=20_000, max_detectable_tv=0.05)
     assert faint.passed and 0.002 * 0.25 < faint.detectable_tv <= faint.max_detectable_tv
 
 
@@ -159,24 +164,24 @@ def test_assert_lossless_message_shape():
 ])
 def test_misbehaving_verifiers_are_usage_errors(name, error, fragment):
     with pytest.raises(error, match=fragment):
-        check_verifier(getattr(cli_targets, name), samples=200)
+        check(getattr(cli_targets, name), samples=200)
 
 
 def test_hanging_verifier_times_out():
     with pytest.raises(VerifierError, match="did not return within"):
-        check_verifier(cli_targets.hangs, samples=200, timeout=0.5)
+        check(cli_targets.hangs, samples=200, timeout=0.5)
 
 
 def test_api_has_a_default_timeout_and_tells_the_verifiers_own_timeout_apart():
-    import inspect
+    from specproof.harness.check.options import CheckOptions
 
-    assert inspect.signature(check_verifier).parameters["timeout"].default == 120.0
+    assert CheckOptions.build().timeout == 120.0
     with pytest.raises(VerifierError, match="raised TimeoutError: backend queue timed out"):
-        check_verifier(cli_targets.own_timeout, samples=200)
+        check(cli_targets.own_timeout, samples=200)
     with pytest.raises(VerifierError, match="did not return within 0.5 s"):
-        check_verifier(cli_targets.swallows_everything, samples=200, timeout=0.5)
+        check(cli_targets.swallows_everything, samples=200, timeout=0.5)
     with pytest.raises(VerifierError, match=r"called sys.exit\(0\)"):
-        check_verifier(cli_targets.exits_zero, samples=200)
+        check(cli_targets.exits_zero, samples=200)
 
 
 def test_bad_arguments():
@@ -185,16 +190,16 @@ def test_bad_arguments():
                    {"seed": 10**25}, {"seed": -1}, {"max_detectable_tv": 0.0}, {"max_detectable_tv": 1.5},
                    {"scenarios": []}, {"samples": 100, "budget": 1000}):
         with pytest.raises(SpecproofInputError):
-            check_verifier(cli_targets.exact, **kwargs)
+            check(cli_targets.exact, **kwargs)
 
 
 def test_inputs_reused_as_scratch_do_not_cause_a_false_fail():
-    result = check_verifier(cli_targets.scribbles_on_inputs, samples=2_000, max_detectable_tv=0.5)
+    result = check(cli_targets.scribbles_on_inputs, samples=2_000, max_detectable_tv=0.5)
     assert result.passed, result.summary()
 
 
 def test_a_verifier_on_the_global_rng_is_a_reproducibility_finding():
-    result = check_verifier(cli_targets.global_rng, samples=500)
+    result = check(cli_targets.global_rng, samples=500)
     assert result.verdict is Verdict.FAIL and result.exit_code == 1
     assert [f.family for f in result.reproducibility] == ["reproducibility"]
     assert result.diagnosis_line().startswith("Diagnosis: not reproducible")
@@ -207,13 +212,12 @@ def test_a_time_budget_that_runs_out_before_the_interlude_still_runs_it():
     9,000 fit in the budget): the reproducibility pair and the injection run anyway, at the end."""
     import time
 
-    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS, REPRODUCIBILITY_ROWS
 
     def slowed(draft_probs, target_probs, draft_token_ids, generator):
         time.sleep(1e-4 * draft_token_ids.shape[0])
         return cli_targets.global_rng(draft_probs, target_probs, draft_token_ids, generator)
 
-    result = check_verifier(slowed, time_budget=1.0, progress=False)
+    result = check(slowed, time_budget=1.0, progress=False)
     assert result.stop_reason in ("time-budget", "complete") and result.verdict is Verdict.FAIL
     assert result.rows < 2 * REPRODUCIBILITY_ROWS + INJECTION_ROWS * INJECTION_PASSES  # it was not yet due
     assert [f.family for f in result.reproducibility] == ["reproducibility"] and result.injection is not None
@@ -246,7 +250,7 @@ def test_a_time_budget_bounds_the_interlude_of_a_slow_verifier_and_lists_what_it
     from specproof.harness.bench.check_goals import SlowedVerifier
 
     start = time.perf_counter()
-    result = check_verifier(SlowedVerifier(get("canonical-ratio-race").fn, seconds_per_row), time_budget=budget,
+    result = check(SlowedVerifier(get("canonical-ratio-race").fn, seconds_per_row), time_budget=budget,
                             progress=False)
     took = time.perf_counter() - start
     assert result.verdict is not Verdict.FAIL and took <= 1.5 * budget + 2, (took, result.injection_summary)
@@ -258,28 +262,29 @@ def test_a_time_budget_bounds_the_interlude_of_a_slow_verifier_and_lists_what_it
 
 def test_the_interlude_is_sized_from_calls_at_scale_not_from_the_per_call_cost_of_small_ones():
     """A verifier with a large cost per call looks slow per row on the 4-row screening calls; its
-    rate per row is taken on calls of at least 256 rows once there are some (runner: pass_rows)."""
-    from specproof.harness.check.calls import VerifierCaller
-    from specproof.harness.check.scenarios import default_suite
+    rate per row is taken on calls of at least 256 rows once there are some (driver: pass_rows)."""
+    from specproof.harness.check.calls import Caller
+    from specproof.harness.check.contracts import batched
+    from specproof.harness.check.options import CheckOptions
 
-    real = default_suite()[0].realise("float32", "cpu")
-    call = VerifierCaller(get("canonical-ratio-race").fn, torch.device("cpu"), None, False)
+    cpu = torch.device("cpu")
+    real = batched.prepare(default_suite()[0], CheckOptions.build(), cpu)
+    call = Caller(get("canonical-ratio-race").fn, cpu, None, False)
     gen = torch.Generator().manual_seed(0)
     assert call.seconds_per_row() == 0.0
-    call(real, real.sample_drafts(4, gen), 1)
+    call(real, real.sample(4, gen), 1)
     assert call.seconds_per_row() == pytest.approx(call.seconds / 4)
     small = call.seconds
-    call(real, real.sample_drafts(512, gen), 2)
+    call(real, real.sample(512, gen), 2)
     assert call.scale_rows == 512 and call.seconds_per_row() == pytest.approx((call.seconds - small) / 512)
 
 
 def test_fail_fast_runs_the_reproducibility_pair_after_the_streams_first_rows():
-    """The reproducibility pair is part of the interlude (runner docstring: Order): a global-RNG
+    """The reproducibility pair is part of the interlude (driver docstring: Order): a global-RNG
     verifier whose law is exact is flagged by it once the streams have drawn the interlude's rows, the
     injection is then skipped under fail_fast, and the pair's rows are counted whole."""
-    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS, REPRODUCIBILITY_ROWS
 
-    result = check_verifier(cli_targets.global_rng, fail_fast=True, progress=False)
+    result = check(cli_targets.global_rng, fail_fast=True, progress=False)
     assert result.verdict is Verdict.FAIL and result.stop_reason == "fail-fast" and result.injection is None
     assert [f.family for f in result.reproducibility] == ["reproducibility"]
     assert "reproducibility check flagged the verifier first" in result.injection_summary
@@ -290,7 +295,7 @@ def test_fail_fast_runs_the_reproducibility_pair_after_the_streams_first_rows():
 
 def test_verdict_vocabulary_and_underpowered_bfloat16():
     assert [v.value for v in Verdict] == ["pass", "fail", "underpowered", "inconclusive"]  # inconclusive: --engine ray
-    result = check_verifier(cli_targets.exact, dtype="bfloat16", samples=500)
+    result = check(cli_targets.exact, dtype="bfloat16", samples=500)
     assert result.detectable_tv == 1.0 and result.verdict is Verdict.UNDERPOWERED and not result.passed
     assert result.exit_code == 3 and result.summary().startswith("UNDERPOWERED")
 
@@ -298,7 +303,7 @@ def test_verdict_vocabulary_and_underpowered_bfloat16():
 def test_diagnosis_names_the_bug_class_whose_law_fits_best():
     """The resample-from-target verifier: its rule predicts the observed excess-set means within
     sampling noise (a misfit of a few nats per scenario), every other known class misses by thousands."""
-    result = check_verifier(cli_targets.lossy, samples=2_000)
+    result = check(cli_targets.lossy, samples=2_000)
     best = result.diagnosis()
     assert best.rule == "resample-from-target" and best.position == 1 and best.exact_tv > 0
     misfit = result.misfit_by_rule()
@@ -308,7 +313,7 @@ def test_diagnosis_names_the_bug_class_whose_law_fits_best():
 
 
 def test_the_summary_shows_the_ten_strongest_findings_and_counts_the_rest():
-    result = check_verifier(get("target-rows-shifted").fn, samples=2_000)
+    result = check(get("target-rows-shifted").fn, samples=2_000)
     assert len(result.findings) > 10
     lines = result.summary().splitlines()
     assert sum(line.startswith("  [") for line in lines) == 10
@@ -316,7 +321,7 @@ def test_the_summary_shows_the_ten_strongest_findings_and_counts_the_rest():
 
 
 def test_result_json_and_summary():
-    result = check_verifier(cli_targets.exact, samples=1_000, max_detectable_tv=1.0)
+    result = check(cli_targets.exact, samples=1_000, max_detectable_tv=1.0)
     data = result.as_json()
     assert data["verdict"] == "pass" and data["rows"] == result.rows > 0
     assert data["exit_code"] == 0 and data["max_detectable_tv"] == 1.0 and data["diagnosis"] is None
@@ -327,7 +332,7 @@ def test_result_json_and_summary():
 def test_a_probability_0_token_is_certain_and_names_its_position():
     suite = [Scenario.from_laws("zero at position 2", "p=(1/2,1/2,0), q=(1/3,1/3,1/3)",
                                 [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3], 2)]
-    result = check_verifier(cli_targets.emits_impossible_second_token, scenarios=suite, samples=500)
+    result = check(cli_targets.emits_impossible_second_token, scenarios=suite, samples=500)
     best = result.diagnosis()
     assert result.flagged and best.certain and best.family == "impossible" and best.position == 2
     assert "at token position 2" in result.diagnosis_line()
@@ -335,23 +340,23 @@ def test_a_probability_0_token_is_certain_and_names_its_position():
 
 def test_progress_is_one_bar_with_percentage_or_lines_to_a_callable(capsys):
     suite = [s for s in default_suite() if "large" not in s.tags][:3]
-    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=True)
+    check(cli_targets.exact, samples=200, scenarios=suite, progress=True)
     err = capsys.readouterr().err
     assert "specproof check: 100%" in err and "600/600" in err
     lines = []
-    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=lines.append)
+    check(cli_targets.exact, samples=200, scenarios=suite, progress=lines.append)
     # one line per batch the engine draws: every scenario seen, each up to its 200 rows, nothing rejected
     assert all(line.endswith("0 events rejected") for line in lines)
     assert {line.split(":")[0] for line in lines} == {s.name for s in suite}
     assert all(any(line == f"{s.name}: 200 rows, 0 events rejected" for line in lines) for s in suite)
-    check_verifier(cli_targets.exact, samples=200, scenarios=suite, progress=False)
+    check(cli_targets.exact, samples=200, scenarios=suite, progress=False)
     assert capsys.readouterr().err == ""
 
 
 def test_vectorised_chernoff_statistics_is_the_event_test():
     """One implementation: the runner's per-family statistic is chernoff_statistics, event_test one
     element of it, and both agree with N KL from the scalar KL the power solvers use."""
-    from specproof.harness.check import runner, statistics
+    from specproof.harness.check import statistics
 
     rng = np.random.default_rng(0)
     expected = np.concatenate([[0.0, 0.0, 1.0, 0.5, 0.3], rng.random(200)])
@@ -365,16 +370,14 @@ def test_vectorised_chernoff_statistics_is_the_event_test():
         ref = n * bernoulli_kl(m, hi) if m > hi else n * bernoulli_kl(m, lo) if m < lo else 0.0
         assert stat == ref or math.isclose(stat, ref, rel_tol=1e-12)
     assert stats[0] == math.inf and stats[1] == 0 and stats[3] == 0
-    assert not hasattr(runner, "_kl")
 
 
 @pytest.mark.parametrize("name, by_injection", [("top1-acceptance", False), ("le-ratio-invcdf", True)])
 def test_default_run_flags_after_the_same_rows_as_fail_fast(name, by_injection):
     """Until the first finding a run with and without fail_fast calls the verifier with the same
-    batches, the RNG edge injection's included (runner docstring: Order), so the default run (which
+    batches, the RNG edge injection's included (driver docstring: Order), so the default run (which
     goes on collecting findings) records the very row count at which a fail-fast run stops: for a bug
     the statistics see, and for a u == 0 bug only the injection sees."""
-    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS
 
     def recording(calls):
         def verify(draft_probs, target_probs, draft_token_ids, generator):
@@ -383,8 +386,8 @@ def test_default_run_flags_after_the_same_rows_as_fail_fast(name, by_injection):
         return verify
 
     fast_calls, full_calls = [], []
-    fast = check_verifier(recording(fast_calls), samples=4_096, fail_fast=True, progress=False)
-    full = check_verifier(recording(full_calls), samples=4_096, progress=False)
+    fast = check(recording(fast_calls), samples=4_096, fail_fast=True, progress=False)
+    full = check(recording(full_calls), samples=4_096, progress=False)
     assert fast.flagged and full.flagged
     assert fast.stop_reason == "fail-fast" and full.stop_reason == "complete"
     assert full.rows_at_first_flag == fast.rows_at_first_flag == fast.rows
@@ -403,17 +406,16 @@ def test_default_run_flags_after_the_same_rows_as_fail_fast(name, by_injection):
 def test_fail_fast_runs_the_statistics_before_the_injection():
     """With fail_fast the streams go first, up to the interlude's own rows: a bug they see is flagged
     without the reproducibility pair or the injection (and says so); a u == 0 bug they cannot see is flagged by the injection
-    after those rows (harness/check/runner.py, Fail-fast order)."""
-    from specproof.harness.check.runner import INJECTION_PASSES, INJECTION_ROWS
+    after those rows (driver docstring: Order)."""
     from specproof.impls import get
 
-    seen = check_verifier(get("resample-from-target").fn, fail_fast=True, progress=False)
+    seen = check(get("resample-from-target").fn, fail_fast=True, progress=False)
     assert seen.verdict == Verdict.FAIL and seen.injection is None
     assert "injection and reproducibility check not run: the statistics flagged the verifier first" in seen.injection_summary
     assert 0 < seen.rows_at_first_flag == seen.rows < INJECTION_ROWS * INJECTION_PASSES
     assert seen.verifier_rows_at_first_flag == seen.rows and not seen.reproducibility  # nothing else was called
     assert "reproducibility check not run" in seen.as_json()["injection_summary"]  # what --json readers see
-    rare = check_verifier(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
+    rare = check(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and math.isinf(rare.findings[0].statistic)
     assert rare.rows_at_first_flag == rare.rows >= INJECTION_ROWS * INJECTION_PASSES
 
@@ -433,15 +435,15 @@ def test_a_shard_that_fails_for_good_still_leaves_the_certain_injection_finding(
             raise ShardFailure(f"{self.name}: piece lost for good")
 
     class FailingEngine:
-        def shard(self, streams, verify, rule, timeout, batch_size):
+        def shard(self, streams, verify, options):
             return [LostShard(s) for s in streams]
 
         def release(self):
             pass
 
-    rare = check_verifier(get("le-ratio-invcdf").fn, samples=1_024, engine=FailingEngine(), progress=False)
+    rare = check(get("le-ratio-invcdf").fn, samples=1_024, engine=FailingEngine(), progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and rare.inconclusive
     assert rare.rows_at_first_flag == 0 and rare.verifier_rows_at_first_flag > 0  # the interlude's rows alone
     assert "First finding after 0 rows" in rare.summary()
-    exact = check_verifier(get("canonical-ratio-race").fn, samples=1_024, engine=FailingEngine(), progress=False)
+    exact = check(get("canonical-ratio-race").fn, samples=1_024, engine=FailingEngine(), progress=False)
     assert exact.verdict == Verdict.INCONCLUSIVE and exact.injection is not None and not exact.injection_findings

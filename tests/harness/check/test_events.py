@@ -11,7 +11,7 @@ from specproof.proofs.laws.sequences import target_law
 from specproof.harness.bench.event_limit import event_means
 from specproof.harness.check.events import build_families
 from specproof.harness.exact.tolerances import step_tolerance
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.driver import check
 from specproof.harness.check.scenarios import default_suite
 from specproof.impls import get
 
@@ -61,7 +61,7 @@ def test_a_bonus_only_bug_is_flagged_by_the_token_at_its_position():
     """min-p applied to the bonus draw alone changes only the (K+1)-th token's law: the later-token
     event at that position is the first finding in the runtime-style scenario."""
     suite = [_scenario("runtime-style context-free")]
-    result = check_verifier(get("min-p-bonus-only").fn, scenarios=suite, fail_fast=True, seed=0, inject=False,
+    result = check(get("min-p-bonus-only").fn, scenarios=suite, fail_fast=True, seed=0, inject=False,
                             progress=False)
     assert result.findings
     first = max(result.findings, key=lambda f: f.statistic)
@@ -149,7 +149,7 @@ def test_bucketed_floors_at_a_large_vocabulary_are_the_residual_mass_of_their_bu
 def test_a_reused_correction_uniform_is_flagged_below_its_floor():
     """FlashInfer's reused uniform (flashinfer-ai/flashinfer#424) biases corrections to late ids:
     the first tokens 0 and 2 are never corrections, below their floor 0.105 - the first finding."""
-    result = check_verifier(get("flashinfer-layout-reused-uniform").fn, fail_fast=True, seed=0, progress=False,
+    result = check(get("flashinfer-layout-reused-uniform").fn, fail_fast=True, seed=0, progress=False,
                             scenarios=[_scenario("prefix-dependent V4 K2")])
     assert result.verdict.value == "fail"
     first = result.findings[0]
@@ -162,7 +162,7 @@ def test_no_floor_is_crossed_by_an_exact_verifier_in_half_precision(dtype):
     """Half precision moves the law by up to its derived tau (about 0.1 in bfloat16 on these
     scenarios): the floors, held to tau + tau_64 below, stay unflagged on 20,000 rows per scenario."""
     suite = [_scenario(name) for name in ("near-identical V4 K2", "runtime-style context-free", "prefix-dependent V4 K2")]
-    result = check_verifier(get("canonical-ratio-race").fn, samples=20_000, seed=7, dtype=dtype, progress=False,
+    result = check(get("canonical-ratio-race").fn, samples=20_000, seed=7, dtype=dtype, progress=False,
                             scenarios=suite, inject=False)
     assert not [f for f in result.findings if f.family == "correction-floor"], result.summary()
     assert result.verdict.value in ("pass", "underpowered")

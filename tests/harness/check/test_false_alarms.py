@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.driver import check
 from specproof.harness.check.scenarios import default_suite
 from specproof.impls import implementations
 
@@ -29,7 +29,7 @@ def test_no_false_alarm_over_100_seeds(dtype):
     alarms = []
     for seed in range(SEEDS):
         record = records[seed % len(records)]  # every exact implementation, several seeds each
-        result = check_verifier(record.fn, dtype=dtype, samples=ROWS, seed=seed, scenarios=suite, progress=False)
+        result = check(record.fn, dtype=dtype, samples=ROWS, seed=seed, scenarios=suite, progress=False)
         if result.flagged:
             alarms.append(f"{record.name} seed {seed}: {result.diagnosis_line()}")
     assert not alarms, "\n".join(alarms)

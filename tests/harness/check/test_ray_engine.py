@@ -78,12 +78,12 @@ def _check(target, *, max_retries=3, verify=None, **kw):
     the reproducibility batch - use the canonical verifier)."""
     import specproof.impls as impls
     from specproof.harness.check.ray_engine import RayEngine
-    from specproof.harness.check.runner import check_verifier
+    from specproof.harness.check.driver import check
     from specproof.harness.check.scenarios import default_suite
 
     options = dict(scenarios=default_suite()[1:4], samples=2048, inject=False, max_detectable_tv=0.2) | kw
     with RayEngine(workers=2, verify=target, max_retries=max_retries) as engine:
-        return check_verifier(verify or impls.canonical_ratio_race, engine=engine, **options)
+        return check(verify or impls.canonical_ratio_race, engine=engine, **options)
 
 
 def _counts(result):
@@ -96,15 +96,41 @@ class TestOnRay:
 
     def test_same_verdict_and_rows_as_local_and_reproducible(self):
         import specproof.impls as impls
-        from specproof.harness.check.runner import check_verifier
+        from specproof.harness.check.driver import check
         from specproof.harness.check.scenarios import default_suite
 
-        local = check_verifier(impls.canonical_ratio_race, scenarios=default_suite()[1:4], samples=2048,
+        local = check(impls.canonical_ratio_race, scenarios=default_suite()[1:4], samples=2048,
                                inject=False, max_detectable_tv=0.2)
         first, second = _check(CANONICAL), _check(CANONICAL)
         assert local.verdict.value == first.verdict.value == "pass" and local.rows == first.rows == 3 * 2048
         assert _counts(first) == _counts(second)  # same seed: the same rows on the workers
         assert first.verifier_seconds > 0  # the workers' verifier time is counted
+
+    @pytest.mark.parametrize("contract, target, mutant, suite", [
+        ("tree", "specproof.impls.verifiers.tree_rrs:tree_rrs",
+         "specproof.impls.verifiers.tree_mutants:tree_keep_tried", "tree"),
+        ("generate", "specproof.impls.pipelines.canonical:canonical_generate",
+         "specproof.impls.pipelines.mutants:default_target_generate", "generate"),
+    ])
+    def test_every_contract_runs_on_ray_with_the_local_rows_and_verdicts(self, contract, target, mutant, suite):
+        from specproof.proofs.claims.loading import load_object
+        from specproof.harness.check.driver import check
+        from specproof.harness.check.pipeline_scenarios import pipeline_suite
+        from specproof.harness.check.ray_engine import RayEngine
+        from specproof.harness.check.tree_scenarios import default_tree_suite
+
+        scenarios = (default_tree_suite()[:2] if suite == "tree" else
+                     [s for s in pipeline_suite() if s.name == "top-k2-offsupport"])
+        options = dict(scenarios=scenarios, samples=1024, inject=False, max_detectable_tv=0.5)
+        local = check(load_object(target, "TARGET"), contract, **options)
+        with RayEngine(workers=2, verify=target) as engine:
+            sharded = check(load_object(target, "TARGET"), contract, engine=engine, **options)
+        assert sharded.contract == contract and sharded.rows == local.rows == 1024 * len(scenarios)
+        assert sharded.verdict.value == local.verdict.value != "fail" and not sharded.findings
+        with RayEngine(workers=2, verify=mutant) as engine:
+            flagged = check(load_object(mutant, "TARGET"), contract, engine=engine, fail_fast=True,
+                            **(options | {"samples": 8192}))
+        assert flagged.verdict.value == "fail" and flagged.findings
 
     def test_a_lossy_verifier_fails_on_ray(self):
         import specproof.impls.zoo as zoo
@@ -137,11 +163,11 @@ class TestOnRay:
 
         target = "specproof.impls.runtime_layouts.vllm_v1:rejection_sample"
         from specproof.harness.check.ray_engine import RayEngine
-        from specproof.harness.check.runner import check_verifier
+        from specproof.harness.check.driver import check
         from specproof.harness.check.scenarios import default_suite
 
         with RayEngine(workers=2, verify=target, adapter="vllm-v1") as engine:
-            result = check_verifier(get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample), engine=engine,
+            result = check(get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample), engine=engine,
                                     scenarios=default_suite()[1:3], samples=1024, inject=False, max_detectable_tv=0.3)
         assert result.verdict.value == "pass" and result.rows == 2048
 

@@ -221,14 +221,14 @@ def test_sigterm_stops_a_ray_check_like_ctrl_c(fake_ray, monkeypatch, capsys):
     import os
     import signal
 
-    from specproof.harness.check import runner
+    from specproof.harness.check import driver
     from specproof.harness.cli import main
 
     def killed(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM was not raised as an interrupt")
 
-    monkeypatch.setattr(runner, "check_verifier", killed)
+    monkeypatch.setattr(driver, "run_check", killed)
     fake_ray.release.set()
     code = main(["check", "specproof.impls:canonical_ratio_race", "--engine", "ray", "--quiet"])
     assert code == 130 and "interrupted" in capsys.readouterr().err

@@ -13,7 +13,8 @@ import specproof.impls as impls
 from specproof.harness import SpecproofInputError
 from specproof.harness.drift.grid import measure_grid, uniform_grid
 from specproof.harness.exact.rng_edges import EDGE_LABELS, edge_values, exponential_value
-from specproof.harness.check.injection import EdgeInjection, inject_check, zero_target_scenarios
+from specproof.harness.check.contracts.batched import zero_target_scenarios
+from specproof.harness.check.injection import EdgeInjection, inject_check
 from specproof.harness.check.scenarios import Scenario
 from specproof.impls.kernels.rounds import assemble_emitted, drafted_probs, leading_accepts
 from specproof.impls.kernels.acceptance import accept_log, accept_product, accept_ratio

@@ -1,11 +1,8 @@
-"""check_tree: sampling, the output contract, streams through the one engine, verdicts, injection, CLI."""
+"""The tree contract: sampling, the output contract, streams through the one engine, verdicts, injection, CLI."""
 
 from __future__ import annotations
 
-import argparse
 import math
-import subprocess
-import sys
 from fractions import Fraction
 
 import pytest
@@ -17,9 +14,14 @@ from specproof.harness.check.calls import ContractViolation, VerifierError
 from specproof.harness.check.result import Verdict
 from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
 from specproof.harness.check.tree_laws import SCHEMES
-from specproof.harness.check.tree_runner import check_tree
+from specproof.harness.check.driver import check
 from specproof.harness.check.tree_scenarios import default_tree_suite
-from specproof.harness.check.tree_streams import OFF_TREE, ZERO_TOKEN, TreeCaller, TreeStream, tree_tolerance
+from specproof.harness.check.tree_streams import OFF_TREE, tree_tolerance
+from specproof.harness.check.calls import Caller
+from specproof.harness.check.contracts import tree as tree_contract
+from specproof.harness.check.contracts.prepared import ZERO_TOKEN
+from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, Stream, injection_passes
+from specproof.harness.check.options import CheckOptions
 from specproof.impls.verifiers.tree_mutants import (tree_accept_ties, tree_iid_assumed, tree_keep_tried,
                                                     tree_reversed_siblings)
 from specproof.impls.verifiers.tree_rrs import tree_rrs, tree_target_only
@@ -55,7 +57,9 @@ def test_node_tokens_follow_the_exact_sibling_laws(name):
 
 
 def test_the_verifier_gets_fresh_copies():
-    real = SUITE["tree-iid-star"].realise("float32")
+    cpu = torch.device("cpu")
+    prepared = tree_contract.prepare(SUITE["tree-iid-star"], CheckOptions.build("tree"), cpu)
+    real = prepared.real
     batch = real.sample(8, torch.Generator().manual_seed(0))
     a, b = batch.arguments(torch.Generator()), batch.arguments(torch.Generator())
     assert all(x is not y and torch.equal(x, y) for x, y in zip(a[:4], b[:4]))
@@ -68,7 +72,9 @@ def test_off_tree_and_zero_positions():
     nodes = torch.tensor([[1, 2, 3, 4, 0]]).expand(4, 5)
     emitted = torch.tensor([[3, 0, -1, -1], [1, 3, 0, 2], [1, 4, 0, 2], [2, 1, -1, -1]])
     assert off_tree_rows(emitted, parents, nodes).tolist() == [1, 0, 3, 0]
-    real = SUITE["tree-iid-star"].realise("float32")
+    cpu = torch.device("cpu")
+    prepared = tree_contract.prepare(SUITE["tree-iid-star"], CheckOptions.build("tree"), cpu)
+    real = prepared.real
     zeros = [t for t, p in enumerate(real.pair.target[()]) if p == 0]
     assert zeros, "the scenario needs a token of target probability 0"
     out = torch.tensor([[zeros[0], -1], [next(t for t in range(5) if t not in zeros), -1]])
@@ -89,7 +95,7 @@ def test_tolerance_is_the_step_tolerance_per_node_plus_one_and_the_tree_tokens_o
 ])
 def test_output_contract_violations_are_usage_errors(bad, match):
     with pytest.raises(ContractViolation, match=match):
-        check_tree(bad, samples=64, inject=False, scenarios=[SUITE["tree-iid-star"]], progress=False)
+        check(bad, "tree", samples=64, inject=False, scenarios=[SUITE["tree-iid-star"]], progress=False)
 
 
 def test_a_raising_verifier_is_a_usage_error():
@@ -97,19 +103,21 @@ def test_a_raising_verifier_is_a_usage_error():
         raise RuntimeError("no")
 
     with pytest.raises(VerifierError, match="RuntimeError: no"):
-        check_tree(boom, samples=64, inject=False, scenarios=[SUITE["tree-iid-star"]], progress=False)
+        check(boom, "tree", samples=64, inject=False, scenarios=[SUITE["tree-iid-star"]], progress=False)
 
 
 def test_bad_arguments_name_the_argument():
     for kwargs, argument in (({"samples": 10}, "samples"), ({"seed": -1}, "seed"), ({"level": "x"}, "level"),
                              ({"max_detectable_tv": 2}, "max_detectable_tv"), ({"scenarios": []}, "scenarios")):
         with pytest.raises(SpecproofInputError) as info:
-            check_tree(tree_rrs, inject=False, progress=False, **kwargs)
+            check(tree_rrs, "tree", inject=False, progress=False, **kwargs)
         assert info.value.argument == argument
 
 
 def test_stream_draws_counts_for_every_family_and_certain_impossible_outcomes():
-    real = SUITE["tree-iid-star"].realise("float32")
+    cpu = torch.device("cpu")
+    prepared = tree_contract.prepare(SUITE["tree-iid-star"], CheckOptions.build("tree"), cpu)
+    real = prepared.real
     zero = next(t for t, p in enumerate(real.pair.target[()]) if p == 0)
 
     def emits_a_zero(parents, d, t, nodes, g):
@@ -117,7 +125,7 @@ def test_stream_draws_counts_for_every_family_and_certain_impossible_outcomes():
         out[:5, 0] = zero
         return out
 
-    stream = TreeStream(real, TreeCaller(emits_a_zero, torch.device("cpu"), None, False), 0, 0)
+    stream = Stream(0, prepared, Caller(emits_a_zero, cpu, None, False), 0, 8192)
     batch = stream.draw(300)
     assert batch.rows == 300 and all(int(c.sum()) == 300 for c in batch.counts)
     assert batch.impossible.get(ZERO_TOKEN, 0) >= 5 and batch.first_position[ZERO_TOKEN] == 1
@@ -131,7 +139,7 @@ def test_an_off_tree_path_is_a_certain_finding():
         out[:, 1] = 0
         return out
 
-    result = check_tree(wanders, samples=256, inject=False, scenarios=[SUITE["tree-topk-deep"]], progress=False)
+    result = check(wanders, "tree", samples=256, inject=False, scenarios=[SUITE["tree-topk-deep"]], progress=False)
     assert result.verdict is Verdict.FAIL
     assert any(f.event == OFF_TREE and f.certain for f in result.findings)
 
@@ -139,7 +147,7 @@ def test_an_off_tree_path_is_a_certain_finding():
 @pytest.mark.parametrize("mutant, schemes", [(tree_keep_tried, ("iid",)), (tree_iid_assumed, ("distinct",)),
                                              (tree_reversed_siblings, ("distinct",))])
 def test_tree_mutants_are_flagged(mutant, schemes):
-    result = check_tree(mutant, samples=4096, fail_fast=True, inject=False, scenarios=_suite(*schemes),
+    result = check(mutant, "tree", samples=4096, fail_fast=True, inject=False, scenarios=_suite(*schemes),
                         progress=False)
     assert result.verdict is Verdict.FAIL and result.findings
     assert all(not f.certain for f in result.findings)  # statistical, through the engine's evidence
@@ -147,7 +155,7 @@ def test_tree_mutants_are_flagged(mutant, schemes):
 
 @pytest.mark.parametrize("reference", [tree_rrs, tree_target_only])
 def test_tree_references_show_no_finding(reference):
-    result = check_tree(reference, samples=2048, inject=False, progress=False)
+    result = check(reference, "tree", samples=2048, inject=False, progress=False)
     assert not result.findings and result.verdict is Verdict.UNDERPOWERED  # 2048 rows cannot state 0.02
     assert all(r.rows == 2048 for r in result.scenarios)
 
@@ -155,41 +163,40 @@ def test_tree_references_show_no_finding(reference):
 @pytest.mark.slow
 @pytest.mark.parametrize("reference", [tree_rrs, tree_target_only])
 def test_tree_references_pass_at_the_default_level(reference):
-    result = check_tree(reference, progress=False)
+    result = check(reference, "tree", progress=False)
     assert result.verdict is Verdict.PASS, result.summary()
 
 
 def test_fail_fast_runs_the_tree_statistics_before_the_reproducibility_pair_and_the_injection():
-    """The batched check's order (tree_runner docstring): a bug the statistics see is flagged with no
-    other verifier rows; a tie bug only the injection sees is flagged once the streams have drawn the
+    """The one driver's order (driver docstring): a bug the statistics see is flagged with no other
+    verifier rows; a tie bug only the injection sees is flagged once the streams have drawn the
     interlude's rows, which are then counted whole."""
-    from specproof.harness.check.tree_runner import TREE_INJECTION_ROWS, TREE_REPRODUCIBILITY_ROWS
 
-    seen = check_tree(tree_keep_tried, samples=4096, fail_fast=True, scenarios=_suite("iid"), progress=False)
+    seen = check(tree_keep_tried, "tree", samples=4096, fail_fast=True, scenarios=_suite("iid"), progress=False)
     assert seen.verdict is Verdict.FAIL and seen.injection is None and not seen.reproducibility
     assert "injection and reproducibility check not run: the statistics flagged" in seen.injection_summary
     assert seen.verifier_rows_at_first_flag == seen.rows_at_first_flag == seen.rows
     suite = _suite("iid", "distinct")
-    rare = check_tree(tree_accept_ties, samples=16_384, fail_fast=True, scenarios=suite, progress=False)
-    cost = 2 * TREE_REPRODUCIBILITY_ROWS + len(suite) * 4 * TREE_INJECTION_ROWS
+    rare = check(tree_accept_ties, "tree", samples=16_384, fail_fast=True, scenarios=suite, progress=False)
+    cost = 2 * REPRODUCIBILITY_ROWS + injection_passes(len(suite)) * tree_contract.INJECTION_ROWS
     assert rare.verdict is Verdict.FAIL and rare.injection_findings and not any(r.findings for r in rare.scenarios)
     assert rare.rows_at_first_flag == rare.rows >= cost
-    assert rare.verifier_rows_at_first_flag > rare.rows + 2 * TREE_REPRODUCIBILITY_ROWS
+    assert rare.verifier_rows_at_first_flag > rare.rows + 2 * REPRODUCIBILITY_ROWS
 
 
 def test_injection_finds_the_tie_bug_the_statistics_cannot_see():
-    result = check_tree(tree_accept_ties, samples=256, scenarios=_suite("iid", "distinct"), progress=False)
+    result = check(tree_accept_ties, "tree", samples=256, scenarios=_suite("iid", "distinct"), progress=False)
     assert result.injection_findings and all(f.certain and f.family == "rng-injection"
                                              for f in result.injection_findings)
     assert "zero" in result.injection_findings[0].event and result.verdict is Verdict.FAIL
-    clean = check_tree(tree_rrs, samples=256, scenarios=_suite("iid"), progress=False)
-    assert not clean.injection_findings and "not flagged" in clean.injection_summary
+    clean = check(tree_rrs, "tree", samples=256, scenarios=_suite("iid"), progress=False)
+    assert not clean.injection_findings and "not-flagged" in clean.injection_summary
 
 
 def test_a_time_budget_bounds_the_tree_interlude_shrinking_its_passes_and_listing_what_it_skipped():
     """At 2 ms a row the 20 injection passes of 1,024 rows would take 41 s; under a 10 s budget the
     interlude gets 1 s: its passes shrink to 64 rows, those that still do not fit are listed, and the
-    check ends near the budget (tree_runner docstring; slack for a batch and a loaded machine)."""
+    check ends near the budget (driver docstring; slack for a batch and a loaded machine)."""
     import time
 
     def slowed(parents, d, t, nodes, g):
@@ -199,7 +206,7 @@ def test_a_time_budget_bounds_the_tree_interlude_shrinking_its_passes_and_listin
         return out
 
     start = time.perf_counter()
-    result = check_tree(slowed, time_budget=10.0, progress=False)
+    result = check(slowed, "tree", time_budget=10.0, progress=False)
     took = time.perf_counter() - start
     assert result.verdict is not Verdict.FAIL and took <= 17.0, (took, result.injection_summary)
     assert result.injection["rows"] == 64 and result.injection["not_run"]
@@ -210,42 +217,48 @@ def test_a_verifier_on_the_global_rng_is_not_reproducible():
     def global_rng(parents, d, t, nodes, g):
         return tree_rrs(parents, d, t, nodes, torch.Generator().manual_seed(int(torch.randint(0, 2**30, ()))))
 
-    result = check_tree(global_rng, samples=64, inject=False, fail_fast=True, scenarios=[SUITE["tree-iid-star"]],
+    result = check(global_rng, "tree", samples=64, inject=False, fail_fast=True, scenarios=[SUITE["tree-iid-star"]],
                         progress=False)
     assert result.verdict is Verdict.FAIL and result.reproducibility
 
 
-# -- CLI module -----------------------------------------------------------------------------------
+# -- CLI -----------------------------------------------------------------------------------------
 
-def _args(target: str, **extra) -> argparse.Namespace:
-    base = dict(target=target, dtype="float32", device="cpu", seed=0, samples=None, alpha=1e-6, timeout=120.0,
-                max_detectable_tv=0.02, fail_fast=True, no_inject=True, adapter=None, rule=None, thorough=False,
-                time_budget=None, json=None, quiet=True, siblings="iid")
-    base.update(extra)
-    return argparse.Namespace(**base)
+def _cli(*argv: str) -> int:
+    from specproof.harness.cli import main
 
-
-def test_cli_module_imports_without_torch_and_adds_only_its_flags():
-    code = "import sys, specproof.harness.cli.check_tree as m; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
-    from specproof.harness.cli import check_tree as cli
-
-    parser = argparse.ArgumentParser()
-    cli.add_options(parser)
-    assert {a.dest for a in parser._actions} == {"help", "siblings"}
-    assert cli.SCHEMES == SCHEMES
+    return main(["check", *argv])
 
 
 def test_cli_run_exit_codes_and_usage_errors(tmp_path, capsys):
-    from specproof.harness.cli import check_tree as cli
-
     out = tmp_path / "tree.json"
-    assert cli.run(_args("specproof.impls.verifiers.tree_mutants:tree_keep_tried", json=str(out))) == 1
+    base = ("--contract", "tree", "--fail-fast", "--no-inject", "--quiet", "--siblings", "iid")
+    assert _cli("specproof.impls.verifiers.tree_mutants:tree_keep_tried", *base, "--json", str(out)) == 1
     assert out.exists() and "FAIL" in capsys.readouterr().out
-    for args, flag in ((_args("x:y", siblings="iid,nope"), "--siblings"), (_args("x:y", rule="canonical"), "--rule"),
-                       (_args("specproof.impls.verifiers.tree_rrs:children_table"), "TARGET"),
-                       (_args("specproof.impls.verifiers.tree_rrs:tree_rrs", adapter="vllm-v1"), "--adapter"),
-                       (_args("x:y", samples=3), "--samples")):
-        with pytest.raises(SpecproofInputError) as info:
-            cli.run(args)
-        assert info.value.argument == flag
+    for target, extra, flag in (("x:y", ("--siblings", "iid,nope"), "--siblings"),
+                                ("x:y", ("--rule", "canonical"), "--rule"),
+                                ("x:y", ("--temperature", "0.7"), "--temperature"),
+                                ("specproof.impls.verifiers.tree_rrs:children_table", (), "TARGET"),
+                                ("specproof.impls.verifiers.tree_rrs:tree_rrs", ("--adapter", "vllm-v1"), "--adapter"),
+                                ("x:y", ("--samples", "3"), "--samples")):
+        assert _cli(target, *base, *extra) == 2, extra
+        assert flag in capsys.readouterr().err, flag
+
+
+def test_sibling_modes_of_the_options_are_the_tree_laws_schemes():
+    from specproof.harness.check.options import SIBLING_MODES
+
+    assert SIBLING_MODES == SCHEMES
+
+
+def test_the_pytest_fixtures_dispatch_through_the_contract_table(specproof_check, specproof_assert_lossless):
+    from specproof.impls import canonical_ratio_race
+
+    result = specproof_check(tree_rrs, "tree", scenarios=[SUITE["tree-iid-star"]], samples=256, inject=False)
+    assert result.contract == "tree" and not result.findings and result.rows == 256
+    with pytest.raises(SpecproofInputError, match="is not a check contract"):
+        specproof_assert_lossless(tree_rrs, "no-such-contract")
+    with pytest.raises(SpecproofInputError, match="cannot take the tree contract's 5 arguments"):
+        specproof_assert_lossless(canonical_ratio_race, "tree")  # a batched verifier is not a tree verifier
+    with pytest.raises(SpecproofInputError, match="applies to the tree contract only"):
+        specproof_check(canonical_ratio_race, siblings="iid")

@@ -126,3 +126,15 @@ def test_adapter_help_names_every_adapter_in_order():
     from specproof.impls.adapters import ADAPTER_NAMES
 
     assert ADAPTER_HELP == ", ".join(ADAPTER_NAMES[:-1]) + " or " + ADAPTER_NAMES[-1]
+
+
+@pytest.mark.parametrize("extra, flag", [(("--temperature", "0.7"), "--temperature"), (("--siblings", "iid"), "--siblings"),
+                                         (("--models", "table"), "--models"), (("--new-tokens", "3"), "--new-tokens"),
+                                         (("--samples", str(10**15)), "--samples"),
+                                         (("--workers", "2"), "--workers")])
+def test_a_flag_another_contract_or_engine_owns_or_an_absurd_size_is_a_usage_error(extra, flag, capsys):
+    from specproof.harness.cli import main
+
+    assert main(["check", "specproof.impls:canonical_ratio_race", "--quiet", *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {flag}" in err and "Traceback" not in err, err

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from specproof.harness import default_suite
-from specproof.harness.check.injection import inject_check, zero_target_scenarios
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.contracts.batched import zero_target_scenarios
+from specproof.harness.check.injection import inject_check
+from specproof.harness.check.driver import check
 from specproof.impls.adapters import get_adapter
 from specproof.impls.runtime_layouts import flashinfer, transformers, vllm_v0, vllm_v1
 
@@ -32,7 +33,7 @@ def few_scenarios():
 
 @pytest.mark.parametrize("name,fn", CANONICAL, ids=lambda x: getattr(x, "__name__", x))
 def test_canonical_layout_passes_through_its_adapter(name, fn):
-    result = check_verifier(get_adapter(name).wrap(fn), samples=4096, seed=1, max_detectable_tv=MAX_TV,
+    result = check(get_adapter(name).wrap(fn), samples=4096, seed=1, max_detectable_tv=MAX_TV,
                             inject=False)
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
@@ -40,14 +41,14 @@ def test_canonical_layout_passes_through_its_adapter(name, fn):
 
 def test_transformers_layout_passes_through_its_adapter():
     verify = get_adapter("transformers").wrap(transformers.speculative_sampling)
-    result = check_verifier(verify, samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False,
+    result = check(verify, samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False,
                             scenarios=few_scenarios())
     assert result.passed, result.summary()
 
 
 @pytest.mark.parametrize("name,fn,words", SAMPLED_MUTANTS, ids=lambda x: getattr(x, "__name__", None))
 def test_layout_mutant_fails_through_its_adapter(name, fn, words):
-    result = check_verifier(get_adapter(name).wrap(fn), samples=4096, seed=1, max_detectable_tv=MAX_TV,
+    result = check(get_adapter(name).wrap(fn), samples=4096, seed=1, max_detectable_tv=MAX_TV,
                             inject=False, fail_fast=True)
     assert not result.passed and result.findings
     assert words in result.summary()
@@ -55,7 +56,7 @@ def test_layout_mutant_fails_through_its_adapter(name, fn, words):
 
 def test_vllm_v1_ignoring_the_request_generators_is_not_reproducible():
     verify = get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample_seeds_ignored)
-    result = check_verifier(verify, samples=1024, seed=1, inject=False, fail_fast=True)
+    result = check(verify, samples=1024, seed=1, inject=False, fail_fast=True)
     assert not result.passed
     assert result.reproducibility and "global RNG" in result.summary()
 

@@ -9,7 +9,7 @@ below 1 is left out of the batched runs: there an all-zero residual meets each r
 import pytest
 
 from specproof.harness import default_suite
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.driver import check
 from specproof.impls.adapters import get_adapter
 
 pytestmark = pytest.mark.gpu
@@ -21,7 +21,7 @@ def normalised_suite():
 
 
 def run_batched(adapter, fn):
-    result = check_verifier(get_adapter(adapter).wrap(fn), device="cuda", samples=20_000, seed=1,
+    result = check(get_adapter(adapter).wrap(fn), device="cuda", samples=20_000, seed=1,
                             max_detectable_tv=MAX_TV, scenarios=normalised_suite())
     assert result.passed, result.summary()
 
@@ -48,10 +48,10 @@ def test_real_flashinfer_chain_speculative_sampling():
 
 def test_real_sgl_kernel_tree_walk_on_top_k_trees():
     module = pytest.importorskip("sgl_kernel", reason="package not installed")
-    from specproof.harness.check.tree_runner import check_tree
+    from specproof.harness.check.driver import check
     from specproof.harness.check.tree_scenarios import default_tree_suite
 
     topk = [s for s in default_tree_suite() if s.name == "tree-topk-deep"]
-    result = check_tree(get_adapter("sglang-tree").wrap(module.tree_speculative_sampling_target_only),
+    result = check(get_adapter("sglang-tree").wrap(module.tree_speculative_sampling_target_only), "tree",
                         device="cuda", samples=20_000, seed=1, scenarios=topk, max_detectable_tv=MAX_TV)
     assert result.passed, result.summary()

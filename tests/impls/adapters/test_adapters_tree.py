@@ -6,7 +6,7 @@ Power as in test_adapters_batched.py (4096 rows per scenario; the PASS asserts i
 import pytest
 import torch
 
-from specproof.harness.check.tree_runner import check_tree
+from specproof.harness.check.driver import check
 from specproof.harness.check.tree_scenarios import default_tree_suite
 from specproof.impls.adapters import get_adapter
 from specproof.impls.runtime_layouts import sglang_tree
@@ -20,7 +20,7 @@ def scenario(name):
 
 def test_target_only_walk_is_lossless_for_top_k_siblings():
     verify = get_adapter("sglang-tree").wrap(sglang_tree.tree_speculative_sampling_target_only)
-    result = check_tree(verify, samples=4096, seed=1, scenarios=[scenario("tree-topk-deep")],
+    result = check(verify, "tree", samples=4096, seed=1, scenarios=[scenario("tree-topk-deep")],
                         max_detectable_tv=MAX_TV)
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
@@ -29,13 +29,13 @@ def test_target_only_walk_is_lossless_for_top_k_siblings():
 def test_target_only_walk_is_lossy_for_sampled_siblings():
     """The walk never reads the draft law: with i.i.d. sampled siblings it is not lossless, and says so."""
     verify = get_adapter("sglang-tree").wrap(sglang_tree.tree_speculative_sampling_target_only)
-    result = check_tree(verify, samples=4096, seed=1, scenarios=[scenario("tree-iid-star")], fail_fast=True)
+    result = check(verify, "tree", samples=4096, seed=1, scenarios=[scenario("tree-iid-star")], fail_fast=True)
     assert not result.passed
 
 
 def test_keeping_tried_siblings_in_the_residual_is_flagged():
     verify = get_adapter("sglang-tree").wrap(sglang_tree.tree_target_only_keeps_tried)
-    result = check_tree(verify, samples=4096, seed=1, scenarios=[scenario("tree-topk-deep")], fail_fast=True)
+    result = check(verify, "tree", samples=4096, seed=1, scenarios=[scenario("tree-topk-deep")], fail_fast=True)
     assert not result.passed and result.findings
 
 

@@ -1,0 +1,121 @@
+"""The generate contract: a whole pipeline, ``generate(target, draft, prompt_ids, max_new_tokens,
+sampling, generator) -> [B, N]``.
+
+The signature, the model protocol and the output contract are :mod:`..pipeline_contract`'s; the
+scenarios :func:`..pipeline_scenarios.pipeline_suite` (table models) or
+:func:`..pipeline_transformers.transformers_suite` (``models="transformers"``), each under its own
+sampling setting or under ``sampling`` for all; the exact law of the ``N`` new tokens and its families
+are :mod:`..pipeline_laws`'.  The pipeline chooses its own drafts: a batch is the prompt repeated.
+Impossible outcome, certain: a token the processed target gives probability 0 at its prefix.  The RNG
+edge injection runs on at most :data:`INJECTION_SCENARIOS` scenarios with such tokens, those tagged
+``inject`` first (a pass under the dispatch mode costs about ten plain ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.contracts.prepared import ZERO_TOKEN
+from specproof.harness.check.pipeline_contract import call_generate
+from specproof.harness.check.pipeline_laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
+from specproof.harness.check.pipeline_scenarios import PipelineScenario, pipeline_suite, with_sampling
+
+__all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
+
+INJECTION_ROWS = 256
+INJECTION_SCENARIOS = 2
+MAX_CALL_ROWS = 4096
+
+
+def default_suite(options: Any) -> list[PipelineScenario]:
+    """Table models under their own settings (or ``options.sampling``), or tiny transformers models."""
+    if options.models == "transformers":
+        try:
+            from specproof.harness.check.pipeline_transformers import transformers_suite
+        except ModuleNotFoundError as err:
+            raise SpecproofInputError("models", f"transformers models need the transformers package ({err})",
+                                      "pip install specproof[transformers], or use models='table'") from None
+        return transformers_suite(options.sampling, options.new_tokens)
+    return with_sampling(pipeline_suite(), options.sampling, options.new_tokens)
+
+
+@dataclass(frozen=True)
+class PromptBatch:
+    """A batch of the generate contract: the scenario's prompt, ``rows`` times (no harness randomness)."""
+
+    rows: int
+
+
+class GenerateScenarioPrepared:
+    """One pipeline scenario prepared for a dtype and a device (:class:`.prepared.PreparedScenario`):
+    its models built, its exact law enumerated."""
+
+    impossible_labels = (ZERO_TOKEN,)
+    certainty_probe = False
+    max_call_rows = MAX_CALL_ROWS
+
+    def __init__(self, scenario: PipelineScenario, dtype: str, device: torch.device):
+        self.scenario, self.dtype, self.device = scenario, dtype, device
+        pair, n = scenario.pair, scenario.new_tokens
+        self.name, self.vocab, self.k, self.new_tokens = scenario.name, int(pair.vocab), n - 1, n
+        self.target_model, self.draft_model = pair.build(dtype, str(device), n)
+        try:
+            self.law = PipelineLaw.build(pair, self.target_model, scenario.sampling, n, dtype)
+        except SpecproofInputError as err:  # name the scenario whose processing sits on a boundary
+            if err.argument != "sampling":
+                raise
+            raise SpecproofInputError("sampling", f"scenario '{self.name}' ({scenario.sampling.describe()}, {dtype}): "
+                                      f"{err.problem}", f"{err.fix}; a narrow dtype widens the float margin: "
+                                      "check in float32") from None
+        self.first_zero = self.law.first_zero()
+        self.has_target_zeros = any(x == 0 for row in self.law.rows.values() for x in row)
+        self.tolerance = float(pipeline_tolerance(dtype, self.vocab, n, pair.extra_tolerance(dtype, n)))
+        self.notes: dict[str, str] = {}
+
+    @cached_property
+    def families(self) -> list[Any]:
+        return pipeline_families(self.law)
+
+    def sample(self, rows: int, generator: torch.Generator) -> PromptBatch:
+        return PromptBatch(rows)
+
+    def batch_rows(self, batch: PromptBatch) -> int:
+        return batch.rows
+
+    def arguments(self, batch: PromptBatch, generator: torch.Generator) -> tuple:
+        prompt = torch.tensor([list(self.scenario.pair.prompt)] * batch.rows, dtype=torch.int64, device=self.device)
+        return self.target_model, self.draft_model, prompt, self.new_tokens, self.scenario.sampling, generator
+
+    def invoke(self, target: Any, batch: PromptBatch, generator: torch.Generator, timeout: float | None,
+               hard_exit: bool) -> np.ndarray:
+        _, _, prompt, n, sampling, _ = self.arguments(batch, generator)
+        out, _ = call_generate(target, self.target_model, self.draft_model, prompt, n, sampling, generator,
+                               timeout=timeout, scenario=self.name, hard_exit=hard_exit)
+        return out.numpy()
+
+    def impossible(self, batch: PromptBatch, emitted: np.ndarray) -> dict[str, np.ndarray]:
+        return {ZERO_TOKEN: self.first_zero[sequence_codes_of(np.asarray(emitted), self.vocab)]}
+
+    def describe_row(self, batch: PromptBatch, emitted: np.ndarray, row: int) -> str:
+        return f"prompt {list(self.scenario.pair.prompt)} -> tokens {np.asarray(emitted)[row].tolist()}"
+
+
+def prepare(scenario: PipelineScenario, options: Any, device: torch.device) -> GenerateScenarioPrepared:
+    """The scenario prepared (its models built; not cached: a model is the target's to call and may keep
+    state)."""
+    return GenerateScenarioPrepared(scenario, options.dtype, device)
+
+
+def injection_scenarios(prepared: Sequence[GenerateScenarioPrepared], options: Any,
+                        device: torch.device) -> list[GenerateScenarioPrepared]:
+    """At most :data:`INJECTION_SCENARIOS` scenarios with target zeros, those tagged ``inject`` first."""
+    chosen = sorted((i for i, s in enumerate(prepared) if s.has_target_zeros),
+                    key=lambda i: ("inject" not in prepared[i].scenario.tags, i))[:INJECTION_SCENARIOS]
+    return [prepared[i] for i in chosen]

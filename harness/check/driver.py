@@ -1,0 +1,312 @@
+"""``check``: the one orchestration of every contract (batched, tree, generate).
+
+``check(target, contract=..., **options)`` validates the options once (:class:`.options.CheckOptions`),
+asks the contract's module (:mod:`.contracts`) for its suite and each scenario prepared
+(:class:`.contracts.prepared.PreparedScenario`: exact law, event families, band, inputs, calling
+convention), and then, the same way for every contract:
+
+1. the output contract on every call (:class:`.calls.Caller`; a violation is a usage error, exit 2);
+2. the statistics: one :class:`Stream` per scenario handed to the one engine (:func:`.engine.run_streams`:
+   anytime-valid e-processes, family-wise ``alpha``, rows where the evidence grows); an impossible
+   outcome (a token of target probability 0 at its prefix, a path off the drafts or the tree) is a
+   certain finding;
+3. reproducibility: one batch of the first statistical scenario twice, with same-seeded generators
+   (in a certainty probe every acceptance is decided, so a global-RNG draw would change nothing there);
+   outputs that differ are a finding;
+4. RNG edge injection (CPU; :mod:`.injection`) on the contract's injection scenarios: a known fraction
+   of the target's random draws replaced by values the real generator produces at its edges; a
+   probability-0 emission or a broken contract under them is a certain, reproducible finding.
+
+Order.  The streams run first until they have drawn as many rows as 3 and 4 cost (the engine's
+``interlude``: the pair, then the injection, its passes x rows per pass), then those, then the rest of
+the streams: a bug the statistics see sooner is flagged without paying for them, and a rare-draw or
+global-RNG bug they cannot see is flagged after at most twice their rows (the doubling argument).
+``fail_fast`` only stops the run at the first finding; until then a run with and without it draws the
+same rows at a fixed depth (``rows_at_first_flag``; ``verifier_rows_at_first_flag`` adds the
+interlude's rows, whole, when it came first).  A target slower than about ``INJECTION_SECONDS /
+(passes x rows)`` per row gets passes sized from its calls so far (so that the interlude takes about
+``INJECTION_SECONDS``, a tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a
+pass), and a ``time_budget`` sets quotas from the clock, so two runs may differ there.  Under a
+``time_budget`` the interlude also ends within its share (:class:`.calls.Deadline`): the pair shrinks
+to fit (to ``REPRODUCIBILITY_MIN_ROWS`` rows at least), and a pass that would end past the share is
+skipped and listed (the injection's verdict is then ``incomplete``), so the whole check ends near the
+budget.  The interlude's rows are its own and its findings certain, so the order changes no false-alarm
+bound; it also runs when a Ray shard fails for good.
+
+Depth.  ``level="default"`` gives each scenario the rows its hardest event needs for a detectable TV of
+``0.9 * max_detectable_tv``; ``"thorough"`` a quarter of it with at least 200,000 rows per scenario;
+``samples`` fixes the rows per scenario; ``budget`` the stream rows in all (:func:`rows_per_scenario`);
+``time_budget`` the seconds.  The verdict (:func:`.engine.verdict_for`) is FAIL on any finding,
+UNDERPOWERED when a scenario cannot see ``max_detectable_tv``, else PASS; INCONCLUSIVE when a Ray shard
+failed for good and nothing certain was found.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.calls import Caller, Deadline, resolve_device
+from specproof.harness.check.contracts.prepared import PreparedScenario
+from specproof.harness.check.engine import EngineRun, RowBatch, run_streams, verdict_for
+from specproof.harness.check.injection import InjectionResult, run_injection
+from specproof.harness.check.options import MIN_ROWS, CheckOptions
+from specproof.harness.check.ray_engine import ShardFailure
+from specproof.harness.check.result import CheckResult, Finding, ScenarioReport, Verdict, interlude_note
+from specproof.harness.check.seeding import call_seed, generator, pair_seed, stream_seed
+from specproof.harness.check.statistics import rows_to_see_rate
+from specproof.harness.exact.rng_edges import EDGE_LABELS
+
+__all__ = ["check", "run_check", "Stream", "stream_numbers", "rows_per_scenario", "smallest_budget",
+           "REPRODUCIBILITY_ROWS", "INJECTION_SECONDS", "INJECTION_MIN_ROWS", "PROBE_STREAMS", "injection_passes"]
+
+REPRODUCIBILITY_ROWS = 256
+INJECTION_SECONDS = 8.0  # the interlude's share of a check, for slow targets
+INJECTION_MIN_ROWS = 64
+PROBE_STREAMS = 1 << 20  # the first certainty probe's stream number
+IRREPRODUCIBLE = ("draws randomness that the generator argument does not control (e.g. the global RNG); "
+                  "fix: pass generator=generator to every random call")
+
+
+def check(target: Callable[..., Any], contract: str = "batched", **options: Any) -> CheckResult:
+    """Check ``target`` against the exact reference under ``contract`` (``"batched"``, ``"tree"`` or
+    ``"generate"``; module docstring).  ``options`` are :class:`.options.CheckOptions`' fields: ``dtype``,
+    ``device``, ``seed``, ``samples`` | ``budget`` | ``time_budget`` | ``level``, ``max_detectable_tv``,
+    ``alpha``, ``timeout``, ``fail_fast``, ``inject``, ``progress``, ``scenarios``, and the contract's own
+    (batched ``rule``; tree ``siblings``; generate ``models``, ``sampling``, ``new_tokens``).
+
+    ``target`` is executed in this process with the caller's rights.  ``timeout``: seconds per call
+    (enforced on the main thread on POSIX only; see :mod:`.calls`); ``hard_timeout``: end the process
+    (exit 2) when the target ignores it.  ``engine``: an entered :class:`.ray_engine.RayEngine` draws the
+    rows on Ray (a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
+    return run_check(target, CheckOptions.build(contract, **options))
+
+
+def stream_numbers(suite: Sequence[Any]) -> list[int]:
+    """The number that seeds each scenario's rows: statistical scenarios are numbered among themselves
+    (0, 1, ...) and certainty probes from ``PROBE_STREAMS``, so adding a probe to a suite leaves the
+    rows of every statistical scenario, and so a seeded run's statistics, as they were."""
+    counts = [0, 0]
+    out = []
+    for scenario in suite:
+        kind = int(bool(getattr(scenario, "certainty_probe", False)))
+        out.append(counts[kind] + kind * PROBE_STREAMS)
+        counts[kind] += 1
+    return out
+
+
+def _split(suite: Sequence[Any], max_detectable_tv: float) -> tuple[int, int, int | float]:
+    """``(P, S, R)``: the suite's certainty probes, its statistical scenarios, and the rows a probe
+    takes, ``R = rows_to_see_rate(max_detectable_tv)`` (:func:`.engine.plan_quota`)."""
+    probes = sum(1 for s in suite if getattr(s, "certainty_probe", False))
+    return probes, len(suite) - probes, rows_to_see_rate(max_detectable_tv)
+
+
+def rows_per_scenario(budget: int, suite: Sequence[Any], max_detectable_tv: float) -> int:
+    """Stream rows per scenario that spend at most ``budget`` stream rows in all (the reproducibility
+    pair and the RNG edge injection come on top).  A certainty probe takes ``min(R, rows)`` (:func:`_split`),
+    so when every scenario can have ``R`` rows the ``S`` statistical ones share what the ``P`` probes
+    leave, ``(budget - P R) // S``; else (and for a suite of probes only) all get ``budget // (P + S)``."""
+    if not suite:
+        raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
+    probes, statistical, seen = _split(suite, max_detectable_tv)
+    if statistical and budget >= len(suite) * seen:
+        return int((budget - probes * seen) // statistical)
+    return budget // len(suite)
+
+
+def smallest_budget(suite: Sequence[Any], max_detectable_tv: float) -> int:
+    """The smallest ``budget`` whose :func:`rows_per_scenario` is at least ``MIN_ROWS`` (64): ``64 (P +
+    S)`` when ``R >= 64`` (or without statistical scenarios), else ``P R + 64 S``."""
+    probes, statistical, seen = _split(suite, max_detectable_tv)
+    if seen >= MIN_ROWS or not statistical:
+        return MIN_ROWS * len(suite)
+    return int(probes * seen + MIN_ROWS * statistical)
+
+
+def injection_passes(scenarios: int) -> int:
+    """The injection passes the interlude plans for: per scenario a baseline and one pass per edge of a
+    target drawing uniforms and exponentials (1 + 3 + 3)."""
+    return scenarios * (1 + len(EDGE_LABELS["uniform"]) + len(EDGE_LABELS["exponential"]))
+
+
+class Stream:
+    """One prepared scenario as an engine stream (:class:`.engine.Stream`): inputs from the harness's
+    generator (:func:`.seeding.stream_seed`), the target called through the one :class:`.calls.Caller`
+    with a generator seeded by the rows drawn so far (:func:`.seeding.call_seed`), and the counts of
+    every family's row keys and impossible outcomes."""
+
+    def __init__(self, number: int, prepared: PreparedScenario, caller: Caller, seed: int, batch_size: int):
+        self.index, self.prepared, self.caller, self.seed = number, prepared, caller, seed
+        self.name, self.vocab, self.k = prepared.name, prepared.vocab, prepared.k
+        self.certainty_probe = prepared.certainty_probe
+        self.tolerance = prepared.tolerance
+        self.impossible_labels = tuple(prepared.impossible_labels)
+        self.notes = prepared.notes
+        self.input_gen = generator(stream_seed(seed, number))
+        self.chunk = max(1, min(batch_size, prepared.max_call_rows))
+        self.rows = 0
+
+    @property
+    def families(self) -> list[Any]:
+        return self.prepared.families
+
+    def draw(self, rows: int) -> RowBatch:
+        """Run the target on ``rows`` fresh rows (in calls of at most ``chunk`` rows)."""
+        counts = [np.zeros(f.n_keys) for f in self.families]
+        impossible = {label: 0 for label in self.impossible_labels}
+        first: dict[str, int] = {}
+        done = 0
+        while done < rows:
+            n = min(self.chunk, rows - done)
+            batch = self.prepared.sample(n, self.input_gen)
+            emitted = self.caller(self.prepared, batch, call_seed(self.seed, self.index, self.rows))
+            for label, positions in self.prepared.impossible(batch, emitted).items():
+                hit = positions[positions > 0]
+                impossible[label] += int(hit.size)
+                if hit.size:
+                    first[label] = min(first.get(label, int(hit.min())), int(hit.min()))
+            for fam, cnt in zip(self.families, counts):
+                cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
+            done += n
+            self.rows += n
+        return RowBatch(done, counts, {k: v for k, v in impossible.items() if v}, first)
+
+    def empty_report(self) -> ScenarioReport:
+        """The report of a stream never drawn (a fail-fast run stopped before the statistics)."""
+        return ScenarioReport(self.name, self.vocab, self.k, 0,
+                              sum(f.size for f in self.families) + len(self.impossible_labels),
+                              self.tolerance, 1.0, True, certainty_probe=self.certainty_probe)
+
+
+def _reproducibility(stream: Stream, caller: Caller, rows: int) -> list[Finding]:
+    """One batch of ``stream``'s scenario, twice, with generators of the same seed."""
+    batch = stream.prepared.sample(rows, generator(stream.seed))
+    seed = pair_seed(stream.seed)
+    first, second = (np.asarray(caller(stream.prepared, batch, seed)) for _ in range(2))
+    differ = int((first != second).any(axis=1).sum())
+    if not differ:
+        return []
+    return [Finding(stream.name, "reproducibility",
+                    f"two runs of the same {rows}-row batch with same-seeded generators differ in {differ} rows: "
+                    f"the target {IRREPRODUCIBLE}", 0.0, differ / rows, 0.0, math.inf, 0.0, rows)]
+
+
+def _injection_findings(injection: InjectionResult) -> list[Finding]:
+    """Each injection finding as a certain :class:`Finding` (its text names the edge and its rate)."""
+    return [Finding(f.scenario, "rng-injection", f.describe(), 0.0, float(f.injected_rate), 0.0, math.inf, 0.0,
+                    injection.rows) for f in injection.findings]
+
+
+def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
+    """:func:`check` with options already built."""
+    contract = options.contract
+    contract.check_signature(target, "target")
+    impl = contract.implementation()
+    device = resolve_device(options.device)
+    suite = list(options.scenarios) if options.scenarios is not None else impl.default_suite(options)
+    if not suite:
+        raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
+    tv = options.max_detectable_tv
+    per_scenario = options.samples if options.samples is not None else (
+        rows_per_scenario(options.budget, suite, tv) if options.budget is not None else None)
+    if options.budget is not None and per_scenario < MIN_ROWS:
+        raise SpecproofInputError("budget", f"{options.budget} rows give {per_scenario} rows per scenario: too few",
+                                  f"use at least {smallest_budget(suite, tv)} rows ({MIN_ROWS} per statistical "
+                                  "scenario)")
+    start = time.perf_counter()
+    caller = Caller(target, device, options.timeout, options.hard_timeout)
+    prepared = [impl.prepare(s, options, device) for s in suite]
+    streams = [Stream(number, p, caller, options.seed, options.batch_size)
+               for number, p in zip(stream_numbers(prepared), prepared)]
+    inject_here = options.inject and device.type == "cpu"
+    injection_note = None
+    if options.inject and not inject_here:
+        injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {device.type}"
+    subjects = impl.injection_scenarios(prepared, options, device) if inject_here else []
+    passes = injection_passes(len(subjects))
+    interlude_passes = passes + 2  # the injection's passes and the reproducibility pair (each at most a pass)
+    time_budget = options.time_budget
+    share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
+    reserved = share if subjects else share * 2 / interlude_passes  # the reproducibility pair's part alone
+    repro_cap = min(REPRODUCIBILITY_ROWS, per_scenario or REPRODUCIBILITY_ROWS)
+    injection_caller = Caller(target, device, options.timeout, options.hard_timeout)
+    injection: InjectionResult | None = None
+    reproducibility: list[Finding] = []
+    interlude_rows = 0  # target rows the interlude (reproducibility pair, injection) called
+    ran, pair_note = False, None  # whether the interlude ran (the engine calls it at most once); a skipped pair
+
+    def pass_rows() -> int:
+        """Rows per injection pass (and at most per reproducibility run): the contract's, fewer for a slow
+        target (timed on the calls so far) so that the interlude takes about ``share`` seconds."""
+        per_row = caller.seconds_per_row()
+        return int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
+
+    def interlude_cost() -> int:
+        """The interlude's target rows: the streams draw as many first (module docstring: Order)."""
+        n = pass_rows()
+        return 2 * min(repro_cap, n) + n * passes
+
+    def run_interlude() -> bool:
+        nonlocal injection, interlude_rows, ran, pair_note
+        ran, before = True, caller.rows
+        # under a time budget the interlude ends within its share: what does not fit is skipped, and said
+        deadline = None if time_budget is None else Deadline(reserved, caller.seconds_per_row)
+        pair = min(repro_cap, pass_rows()) if deadline is None else deadline.pair_rows(
+            min(repro_cap, pass_rows()), share * 2 / interlude_passes)
+        if pair:
+            statistical = next((s for s in streams if not s.certainty_probe), streams[0])
+            reproducibility.extend(_reproducibility(statistical, caller, pair))
+        else:
+            pair_note = deadline.pair_skipped()
+        interlude_rows = caller.rows - before
+        if subjects and not (reproducibility and options.fail_fast):
+            injection = run_injection(subjects, injection_caller, dtype=options.dtype, seed=options.seed,
+                                      rows=pass_rows(), fail_fast=options.fail_fast, deadline=deadline)
+            interlude_rows += injection.verifier_rows
+        return bool(reproducibility) or bool(injection is not None and injection.findings)
+
+    engine = options.engine
+    drawn = streams if engine is None else engine.shard(streams, target, options)
+    inconclusive = None
+    try:
+        run = run_streams(drawn, alpha=options.alpha, rows=per_scenario, level=options.level,
+                          max_detectable_tv=tv, fail_fast=options.fail_fast,
+                          # the budget covers the whole check: the preparation is spent, the interlude's share kept
+                          time_budget=None if time_budget is None else max(
+                              1e-3, time_budget - (time.perf_counter() - start) - reserved),
+                          progress=options.progress, interlude=(interlude_cost, run_interlude))
+    except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
+        run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
+        if not ran and run_interlude():  # its findings are certain and need no shard
+            run = EngineRun(run.reports, 0, 0.0, run.stop_reason, 0, True)
+    finally:
+        if engine is not None:
+            engine.release()  # pieces submitted ahead and never read
+    injected = _injection_findings(injection) if injection is not None else []
+    extra = list(reproducibility) + injected
+    injection_note = interlude_note(injection.summary() if injection is not None else injection_note, ran,
+                                    bool(subjects), injection is not None, run.stop_reason)
+    total = time.perf_counter() - start
+    first = run.rows_at_first_flag
+    called = None if first is None else first + (interlude_rows if run.interlude_before_first_flag else 0)
+    verdict = verdict_for(run.reports, extra, tv)
+    if inconclusive is not None and not extra:
+        verdict = Verdict.INCONCLUSIVE
+    spent = caller.seconds + injection_caller.seconds
+    rule = getattr(options.rule, "name", options.rule)
+    return CheckResult(verdict=verdict, dtype=options.dtype, device=str(device), seed=options.seed,
+                       alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=run.reports,
+                       verifier_seconds=spent, harness_seconds=total - spent, max_detectable_tv=float(tv),
+                       reproducibility=list(reproducibility),
+                       level=options.level if per_scenario is None else "samples", stop_reason=run.stop_reason,
+                       rows_at_first_flag=first, verifier_rows_at_first_flag=called,
+                       injection=None if injection is None else injection.as_json(),
+                       injection_summary="\n".join(filter(None, [injection_note, pair_note])) or None,
+                       injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
+                       contract=contract.name)

@@ -1,0 +1,148 @@
+"""``CheckOptions``: every option of a check, validated once, for every contract.
+
+The API (:func:`specproof.check`), the CLI, the pytest fixture, ``report``, ``campaign`` and the Ray
+engine all build one :class:`CheckOptions` through :meth:`CheckOptions.build`, which refuses, naming
+the argument and the fix: an unknown option; an option of another contract (``rule`` on a tree
+check, ``siblings`` on a batched one: :data:`.contracts.CONTRACT_OPTIONS`); values out of range;
+sizes no machine finishes (more than :data:`MAX_ROWS_PER_SCENARIO` rows per scenario, more than
+:data:`MAX_NEW_TOKENS` new tokens); and options that exclude each other (``samples``, ``budget`` and
+``time_budget``).  Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable
+
+from specproof.proofs.errors import SpecproofInputError
+
+from specproof.harness.check.contracts import CONTRACT_OPTIONS, Contract, get_contract
+from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
+from specproof.harness.exact.dtypes import dtype_name
+
+__all__ = ["CheckOptions", "MIN_ROWS", "MAX_ROWS_PER_SCENARIO", "MAX_NEW_TOKENS", "LEVEL_NAMES", "SIBLING_MODES",
+           "GENERATE_MODELS"]
+
+MIN_ROWS = 64  # the fewest rows per scenario a check accepts (samples, or what a budget gives)
+MAX_ROWS_PER_SCENARIO = 100_000_000  # ~ hours per scenario at the fastest verifiers' 0.01 ms a row
+MAX_NEW_TOKENS = 16  # the exact law enumerates V^N <= 65,536 sequences: N <= 16 for any V >= 2
+LEVEL_NAMES = ("default", "thorough")  # engine.LEVELS (kept torch-free here)
+SIBLING_MODES = ("iid", "distinct", "topk")  # how a tree's siblings are drawn (contracts.tree)
+GENERATE_MODELS = ("table", "transformers")
+
+
+def _whole(argument: str, value: Any, low: int, high: int | None, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecproofInputError(argument, f"{value!r} is not a whole number", f"pass e.g. {example}")
+    if value < low:
+        raise SpecproofInputError(argument, f"{value} is below {low}", f"pass at least {low}, e.g. {example}")
+    if high is not None and value > high:
+        raise SpecproofInputError(argument, f"{value:,} is above the limit {high:,}",
+                                  f"pass at most {high:,} (e.g. {example})")
+
+
+def _number(argument: str, value: Any, ok: Callable[[float], bool], what: str, example: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
+        raise SpecproofInputError(argument, f"{value!r} is not {what}", f"pass e.g. {example}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The options of one check (module docstring); build it with :meth:`build`."""
+
+    contract: Contract
+    dtype: str = "float32"
+    device: str = "cpu"
+    seed: int = 0
+    alpha: float = 1e-6
+    samples: int | None = None  # rows per scenario
+    budget: int | None = None  # stream rows in all
+    level: str = "default"
+    time_budget: float | None = None  # seconds for the whole check
+    max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV
+    timeout: float | None = DEFAULT_TIMEOUT  # seconds per call of the target
+    fail_fast: bool = False
+    inject: bool = True
+    batch_size: int = 8192
+    progress: Any = None
+    hard_timeout: bool = False  # end the process when the target ignores its time limit (the CLI's choice)
+    engine: Any = None  # None (local) or an entered RayEngine
+    scenarios: tuple[Any, ...] | None = None
+    # contract-specific (contracts.CONTRACT_OPTIONS)
+    rule: Any = None  # batched: also require the emission law of this single-step rule
+    siblings: tuple[str, ...] | None = None  # tree: sibling modes judged
+    models: str | None = None  # generate: "table" or "transformers"
+    sampling: Any = None  # generate: one Sampling for every model pair instead of the suite's own
+    new_tokens: int | None = None  # generate: new tokens per row
+
+    @classmethod
+    def build(cls, contract: Any = "batched", **options: Any) -> "CheckOptions":
+        """Validated options (module docstring); ``contract`` a name of :data:`.contracts.CONTRACTS`."""
+        record = get_contract(contract)
+        known = {f.name for f in fields(cls)} - {"contract"}
+        for name, value in options.items():
+            if name not in known:
+                raise SpecproofInputError(name, "is not an option of a check",
+                                          f"use the options of specproof.check: {', '.join(sorted(known))}")
+            owner = CONTRACT_OPTIONS.get(name)
+            if owner is not None and owner != record.name and value is not None:
+                raise SpecproofInputError(name,
+                                          f"applies to the {owner} contract only, not to {record.name}",
+                                          f"drop it, or check under that contract (contract={owner!r}; --contract {owner})")
+        out = cls(record, **options)
+        out._validate()
+        return out
+
+    def with_(self, **changes: Any) -> "CheckOptions":
+        """A copy with ``changes``, validated again."""
+        out = replace(self, **changes)
+        out._validate()
+        return out
+
+    def _validate(self) -> None:
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise SpecproofInputError("seed", f"{self.seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
+        _number("max_detectable_tv", self.max_detectable_tv, lambda x: 0 < x <= 1, "in (0, 1]",
+                str(DEFAULT_MAX_DETECTABLE_TV))
+        _number("alpha", self.alpha, lambda x: 0 < x < 1, "in (0, 1)", "1e-6")
+        if self.timeout is not None:
+            _number("timeout", self.timeout, lambda x: x > 0, "a finite number of seconds > 0", "120")
+        if self.time_budget is not None:
+            _number("time_budget", self.time_budget, lambda x: x > 0, "a positive number of seconds", "60")
+            if self.samples is not None or self.budget is not None:
+                raise SpecproofInputError("time_budget", "given with samples or budget", "pass one of them")
+        if self.samples is not None:
+            if self.budget is not None:
+                raise SpecproofInputError("samples", "both samples and budget given", "pass one of them")
+            _whole("samples", self.samples, MIN_ROWS, MAX_ROWS_PER_SCENARIO, "20_000")
+        if self.budget is not None:
+            _whole("budget", self.budget, 0, MAX_ROWS_PER_SCENARIO * 100, "100_000")  # too few: the driver says how many
+        _whole("batch_size", self.batch_size, 1, None, "8192")
+        if self.level not in LEVEL_NAMES:
+            raise SpecproofInputError("level", f"{self.level!r} is not a level", f"use one of {list(LEVEL_NAMES)}")
+        if self.scenarios is not None:
+            object.__setattr__(self, "scenarios", tuple(self.scenarios))
+            if not self.scenarios:
+                raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
+        if self.siblings is not None:
+            chosen = (tuple(s.strip() for s in self.siblings.split(",") if s.strip())
+                      if isinstance(self.siblings, str) else tuple(self.siblings))
+            bad = [s for s in chosen if s not in SIBLING_MODES]
+            if bad or not chosen:
+                raise SpecproofInputError("siblings", f"{self.siblings!r} names no sibling mode or unknown ones "
+                                          f"({', '.join(map(str, bad))})",
+                                          f"use a subset of {', '.join(SIBLING_MODES)}")
+            object.__setattr__(self, "siblings", chosen)
+        if self.models is not None and self.models not in GENERATE_MODELS:
+            raise SpecproofInputError("models", f"{self.models!r} is not a model kind",
+                                      f"use one of {', '.join(GENERATE_MODELS)}")
+        if self.new_tokens is not None:
+            _whole("new_tokens", self.new_tokens, 1, MAX_NEW_TOKENS, "5")
+
+    @property
+    def rows_fixed(self) -> bool:
+        """Rows per scenario are fixed (``samples`` or ``budget``) rather than planned from the power."""
+        return self.samples is not None or self.budget is not None
