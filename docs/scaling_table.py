@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 
-from specproof.harness.check.engine import LN2, _Ledger, alpha_shares
-from specproof.harness.check.events import build_families
-from specproof.harness.check.scenarios import default_suite
-from specproof.harness.check.statistics import detectable_shift
+from specproof.harness.check.stats.engine import LN2, _Ledger, alpha_shares
+from specproof.harness.check.contracts.batched.families import build_families
+from specproof.harness.check.contracts.batched.scenarios import default_suite
+from specproof.harness.check.stats.statistics import detectable_shift
 from specproof.harness.exact.tolerances import round_tolerance
 
 
@@ -51,7 +51,7 @@ def driver(samples: int, workers: int) -> None:
     import time
 
     import specproof.impls as impls
-    from specproof.harness.check.ray_engine import RayEngine
+    from specproof.harness.check.scale.ray_engine import RayEngine
     from specproof.harness.check.driver import check
 
     t0 = time.perf_counter()

@@ -48,7 +48,7 @@ def local_ray(tmp_path_factory, ray_module):
     """One local Ray on 2 CPUs for every Ray test, its workers importing what the tests import (this
     process's sys.path as PYTHONPATH); the dying test verifiers' markers are named in its environment."""
     ray = ray_module
-    from specproof.harness.check.ray_start import start_ray
+    from specproof.harness.check.scale.ray_start import start_ray
 
     where = tmp_path_factory.mktemp("ray")
     os.environ["SPECPROOF_RAY_MARKER"] = str(where / "died")  # workers inherit them

@@ -31,8 +31,8 @@ def test_the_public_names_are_the_ones_the_internals_define():
 
 def test_check_and_assert_lossless_run_every_contract_through_one_entry():
     import specproof
-    from specproof.harness.check.pipeline_scenarios import pipeline_suite
-    from specproof.harness.check.tree_scenarios import default_tree_suite
+    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
+    from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
     from specproof.impls import canonical_ratio_race
     from specproof.impls.pipelines.canonical import canonical_generate
     from specproof.impls.verifiers.tree_rrs import tree_rrs

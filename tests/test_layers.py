@@ -113,8 +113,8 @@ def test_the_modules_are_found():
 @pytest.mark.parametrize("importer, imported, bad", [
     ("specproof.harness.cli.check", "specproof.harness.check.driver", False),
     ("specproof.harness.check.driver", "specproof.harness.report.run", True),
-    ("specproof.harness.drift.grid", "specproof.harness.check.events", False),
-    ("specproof.harness.check.events", "specproof.harness.drift.grid", True),
+    ("specproof.harness.drift.grid", "specproof.harness.check.contracts.batched.families", False),
+    ("specproof.harness.check.contracts.batched.families", "specproof.harness.drift.grid", True),
     ("specproof.harness.bench.render", "specproof.harness.report.analysis", True),
     ("specproof.harness.exact.convert", "specproof.proofs.arith.exact", False),
     ("specproof.harness.check.driver", "specproof.impls.sampler_probe", False),

@@ -29,7 +29,7 @@ from specproof.proofs.lazy_exports import make_lazy
 _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
     "check": "specproof.harness.check.driver",
     "CheckOptions": "specproof.harness.check.options",
-    "assert_lossless": "specproof.harness.check.asserts",
+    "assert_lossless": "specproof.harness.check.testing.asserts",
     **dict.fromkeys(("CheckResult", "Finding"), "specproof.harness.check.result"),
     **dict.fromkeys(("ContractViolation", "VerifierError"), "specproof.harness.check.calls"),
     "CheckVerdict": "specproof.proofs.engine.vocabulary",

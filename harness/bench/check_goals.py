@@ -43,7 +43,7 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.bench.detection import missing_extra
 from specproof.harness.check.calls import ContractViolation, VerifierError
 from specproof.harness.check.driver import check
-from specproof.harness.check.scenarios import default_suite
+from specproof.harness.check.contracts.batched.scenarios import default_suite
 
 __all__ = ["check_goals", "RecordingVerifier", "SlowedVerifier", "DEFAULT_CHECK_SECONDS", "TIME_BUDGET_TV",
            "SPEED_SAMPLES"]

@@ -57,7 +57,7 @@ from specproof.harness.bench.oracle import oracle_table
 from specproof.harness.check.driver import check
 from specproof.harness.check.options import MIN_ROWS
 from specproof.harness.drift.grid import GridVerdict, measure_grid
-from specproof.harness.check.scenarios import Scenario, default_suite
+from specproof.harness.check.contracts.batched.scenarios import Scenario, default_suite
 
 __all__ = ["METHODS", "CONTROL", "detection_benchmark", "specproof_fail_fast", "matched_level",
            "chi_square_over_seeds", "grid_analysis",

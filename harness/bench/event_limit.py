@@ -4,7 +4,7 @@ N* (:mod:`.oracle`) bounds every valid test.  Between N* and the rows a check sp
 the *test* (specproof reads events, each at its own Bonferroni share of alpha, not the full law) and
 the *allocation* (which scenario, and how many rows, it reads).  This module measures the first, so
 the bench can split the two: for each enumerable scenario of the suite it takes the check's own event
-families and thresholds (:func:`~specproof.harness.check.engine.alpha_shares` over the whole suite),
+families and thresholds (:func:`~specproof.harness.check.stats.engine.alpha_shares` over the whole suite),
 the member's exact law ``P_bad`` (:mod:`.member_laws`), and for every side of every event the law of
 the row contribution ``Y`` under ``P_bad`` against the band edge ``mu`` (``P(A) + tau`` above, ``P(A) -
 tau`` below, with ``1 - Y`` there); a side whose mean ``m = E_bad[Y]`` lies beyond ``mu`` needs about
@@ -12,7 +12,7 @@ tau`` below, with ``1 - Y`` there); a side whose mean ``m = E_bad[Y]`` lies beyo
     n_e = ln(1/a_e) / g_e,    g_e = max_j E_bad[log(1 + (t_j / mu)(Y - mu))]
 
 rows: ``g_e`` is the growth per row of the best bet of the side's betting mixture
-(:mod:`specproof.harness.check.eprocess`), the e-process's best case; on an indicator it is
+(:mod:`specproof.harness.check.stats.eprocess`), the e-process's best case; on an indicator it is
 ``KL(m || mu)`` up to the bet grid.  The minimum over sides
 and scenarios is the *event-limited* row count: what a check that knew the scenario and the event
 would need.  ``test rows / event-limited rows`` is then the allocation's loss, and ``event-limited
@@ -34,10 +34,10 @@ import torch
 
 from specproof.harness.bench.member_laws import RAISED, member_law
 from specproof.proofs.laws.sequences import SequenceLaw
-from specproof.harness.check.engine import alpha_shares, band_edges
-from specproof.harness.check.eprocess import betting_growth
-from specproof.harness.check.events import EventFamily, build_families
-from specproof.harness.check.scenarios import Scenario
+from specproof.harness.check.stats.engine import alpha_shares, band_edges
+from specproof.harness.check.stats.eprocess import betting_growth
+from specproof.harness.check.contracts.batched.families import EventFamily, build_families
+from specproof.harness.check.contracts.batched.scenarios import Scenario
 from specproof.harness.exact.tolerances import check_tolerance
 
 __all__ = ["event_limited_rows", "event_limit_table", "event_means", "key_weights", "best_side", "prepare_suite"]

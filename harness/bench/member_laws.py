@@ -43,7 +43,7 @@ import torch
 
 from specproof.impls import zoo
 from specproof.impls.adapters.transformers_release import accepts_ratio_ties
-from specproof.harness.check.scenarios import Realisation
+from specproof.harness.check.contracts.batched.scenarios import Realisation
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.uniform_grids import uniform_grid

@@ -61,7 +61,7 @@ from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair, round_law
 from specproof.proofs.laws.step_rules import CANONICAL
 
 from specproof.harness.bench.member_laws import APPROXIMATE, MEMBER_LAWS, member_law
-from specproof.harness.check.scenarios import Scenario
+from specproof.harness.check.contracts.batched.scenarios import Scenario
 
 __all__ = ["ORACLE_ALPHA", "ORACLE_BETA", "LosslessPolytope", "Projection", "kl_divergence", "project",
            "kl_rows", "impossible_rows", "rows_against", "scenario_oracle", "oracle_table"]

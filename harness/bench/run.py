@@ -111,11 +111,11 @@ from specproof.harness.bench.detection import detection_benchmark
 from specproof.harness.bench.reference import bench_exact_reference
 from specproof.harness.bench.render import render_markdown
 from specproof.harness.check.driver import check
-from specproof.harness.check.events import build_families
+from specproof.harness.check.contracts.batched.families import build_families
 from specproof.harness.files.envelope import write_document
 from specproof.harness.files.kinds import BENCH
 from specproof.harness.files.provenance import atomic_write_text, provenance
-from specproof.harness.check.scenarios import Scenario
+from specproof.harness.check.contracts.batched.scenarios import Scenario
 from specproof.harness.files.json_numbers import json_safe
 
 __all__ = ["SCHEMA", "BenchConfig", "run_bench", "write_bench", "throughput_row", "fit_exponent",

@@ -33,6 +33,7 @@ __all__ = ["ContractViolation", "VerifierError", "Caller", "call_verifier", "val
 REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on when a time budget shrinks it
 
 GRACE_SECONDS = 5.0
+BUDGET_GRACE = 1.0  # a call may run past the end of a time budget by this, or a tenth of the budget, before it hangs
 
 
 class ContractViolation(SpecproofInputError):
@@ -165,8 +166,10 @@ class Caller:
 
     AT_SCALE = 256
 
-    def __init__(self, target: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool):
+    def __init__(self, target: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool,
+                 ends_at: float | None = None, budget: float | None = None):
         self.target, self.device, self.timeout, self.hard = target, device, timeout, hard
+        self.ends_at, self.budget = ends_at, budget  # a time budget bounds every call too (perf_counter)
         self.seconds = 0.0
         self.rows = 0
         self.scale_seconds, self.scale_rows = 0.0, 0
@@ -183,7 +186,19 @@ class Caller:
         gen = generator(seed, self.device)
         rows = subject.batch_rows(batch)
         t0 = time.perf_counter()
-        out = subject.invoke(self.target, batch, gen, self.timeout, self.hard)
+        limit = self.timeout
+        grace = None if self.budget is None else max(BUDGET_GRACE, 0.1 * self.budget)
+        by_budget = self.ends_at is not None and (limit is None or self.ends_at - t0 + grace < limit)
+        if by_budget:
+            limit = max(BUDGET_GRACE, self.ends_at - t0 + grace)
+        try:
+            out = subject.invoke(self.target, batch, gen, limit, self.hard)
+        except VerifierError as err:
+            if by_budget and err.problem.startswith("did not return"):
+                raise VerifierError("verify", f"did not return before the time budget ({self.budget:g} s) ran out, "
+                                    f"on scenario '{subject.name}' ({rows} rows in that call)",
+                                    "fix the hang, or raise --time-budget") from None
+            raise
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         took = time.perf_counter() - t0

@@ -53,13 +53,13 @@ from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.calls import Caller, Deadline, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario
-from specproof.harness.check.engine import EngineRun, RowBatch, run_streams, verdict_for
+from specproof.harness.check.stats.engine import EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.injection import InjectionResult, run_injection
 from specproof.harness.check.options import MIN_ROWS, CheckOptions
-from specproof.harness.check.ray_engine import ShardFailure
+from specproof.harness.check.scale.ray_engine import ShardFailure
 from specproof.harness.check.result import CheckResult, Finding, ScenarioReport, Verdict, interlude_note
 from specproof.harness.check.seeding import call_seed, generator, pair_seed, stream_seed
-from specproof.harness.check.statistics import rows_to_see_rate
+from specproof.harness.check.stats.statistics import rows_to_see_rate
 from specproof.harness.exact.rng_edges import EDGE_LABELS
 
 __all__ = ["check", "run_check", "Stream", "stream_numbers", "rows_per_scenario", "smallest_budget",
@@ -220,7 +220,9 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                                   f"use at least {smallest_budget(suite, tv)} rows ({MIN_ROWS} per statistical "
                                   "scenario)")
     start = time.perf_counter()
-    caller = Caller(target, device, options.timeout, options.hard_timeout)
+    # a time budget bounds every call too: one that hangs past the budget's end (and a grace) is stopped
+    ends_at = None if options.time_budget is None else start + options.time_budget
+    caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
     prepared = [impl.prepare(s, options, device) for s in suite]
     streams = [Stream(number, p, caller, options.seed, options.batch_size)
                for number, p in zip(stream_numbers(prepared), prepared)]
@@ -235,7 +237,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)
     reserved = share if subjects else share * 2 / interlude_passes  # the reproducibility pair's part alone
     repro_cap = min(REPRODUCIBILITY_ROWS, per_scenario or REPRODUCIBILITY_ROWS)
-    injection_caller = Caller(target, device, options.timeout, options.hard_timeout)
+    injection_caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
     injection: InjectionResult | None = None
     reproducibility: list[Finding] = []
     interlude_rows = 0  # target rows the interlude (reproducibility pair, injection) called

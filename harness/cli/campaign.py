@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     engine = check_engine.report_engine(args)
     campaign = load_campaign(args.file, engine if args.engine == "ray" else None)
     if campaign.engine.name == "ray":  # named by the file: Ray must be there before any work
-        from specproof.harness.check.ray_start import require_ray
+        from specproof.harness.check.scale.ray_start import require_ray
 
         require_ray()
     if args.out is not None:

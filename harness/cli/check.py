@@ -79,9 +79,6 @@ __all__ = ["add_parser", "load_target", "SCHEMA", "FLAGS"]
 
 SCHEMA = CHECK.schema
 
-# the names of specproof.impls.adapters.ADAPTER_NAMES (importing impls imports torch, which the parser
-# must not; tests/harness/cli/test_check_cli.py keeps the two equal)
-ADAPTER_HELP = "vllm-v1, vllm-v0, flashinfer, transformers or sglang-tree"
 FLAGS = {"samples": "--samples", "device": "--device", "dtype": "--dtype", "seed": "--seed", "alpha": "--alpha",
          "timeout": "--timeout", "time_budget": "--time-budget", "max_detectable_tv": "--max-detectable-tv",
          "temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p", "min_p": "--min-p",
@@ -116,8 +113,8 @@ def add_parser(subparsers: Any) -> None:
                         help="what TARGET is: " + "; ".join(f"{c.name}: {c.description}" for c in CONTRACTS.values())
                              + " (default batched, or the adapter's)")
     parser.add_argument("--adapter", metavar="NAME",
-                        help=f"TARGET has this runtime's own signature and layout: {ADAPTER_HELP}; the "
-                             "adapter converts (its contract follows)")
+                        help="TARGET has this runtime's own signature and layout (README: Runtime layouts; an "
+                             "unknown name lists them); the adapter converts, and its contract follows")
     options.add_dtype(parser, help="float16, bfloat16, float32 (default) or float64")
     options.add_device(parser, help="cpu (default) or cuda")
     depth = parser.add_mutually_exclusive_group()

@@ -4,7 +4,7 @@ For ``specproof report`` and ``specproof campaign`` (:func:`report_engine`) the 
 local worker processes or as Ray tasks (:mod:`specproof.harness.report.ray_run`).
 
 ``local`` (the default): in this process, as always.  ``ray``: the rows of each scenario are sharded
-over Ray tasks (:mod:`specproof.harness.check.ray_engine`); with no ``--address`` a local Ray with
+over Ray tasks (:mod:`specproof.harness.check.scale.ray_engine`); with no ``--address`` a local Ray with
 ``num_cpus = --workers`` is started and stopped by the command, else the cluster at the address is
 joined (its nodes must import TARGET: the same path, or an installed package).  Every contract.
 Ray is the optional extra ``specproof[ray]``; without it ``--engine ray`` exits 2 naming the install.
@@ -51,7 +51,7 @@ def check_options(args: argparse.Namespace) -> None:
         args.workers = DEFAULT_WORKERS
     if args.workers < 1:
         raise SpecproofInputError("--workers", f"{args.workers} is not a positive integer", "pass e.g. --workers 2")
-    from specproof.harness.check.ray_start import require_ray
+    from specproof.harness.check.scale.ray_start import require_ray
 
     require_ray()
 
@@ -62,11 +62,11 @@ def engine_for(args: argparse.Namespace) -> Iterator[Any]:
     if getattr(args, "engine", "local") == "local":
         yield None
         return
-    from specproof.harness.check.ray_start import RayStart
+    from specproof.harness.check.scale.ray_start import RayStart
 
     start = RayStart(args.address, args.workers).begin()  # before torch is imported: the start overlaps it
     try:
-        from specproof.harness.check.ray_engine import RayEngine
+        from specproof.harness.check.scale.ray_engine import RayEngine
 
         with RayEngine(address=args.address, workers=args.workers, verify=_portable(args.target),
                        adapter=args.adapter, start=start) as engine:

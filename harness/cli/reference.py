@@ -37,6 +37,8 @@ _NUMBER = re.compile(r"[+-]?(\d[\d_]*\.?\d*|\.\d+)(?:[eE]([+-]?\d+))?(?:/[+-]?\d
 
 def _load_npy(text: str, argument: str) -> np.ndarray:
     path = Path(text)
+    if path.is_dir():
+        raise SpecproofInputError(argument, f"{text} is a directory, not an .npy file", "pass the path of a .npy file")
     if not path.is_file():
         raise SpecproofInputError(argument, f"file {text} does not exist", "pass an existing .npy file")
     try:
@@ -55,6 +57,12 @@ def _load_npy(text: str, argument: str) -> np.ndarray:
         raise SpecproofInputError(argument, f"cannot read {text}: {err}", "save it again with numpy.save") from None
     if arr.ndim != 1:
         raise SpecproofInputError(argument, f"{text} holds shape {arr.shape}", "save one 1-D law per file")
+    if arr.size == 0:
+        raise SpecproofInputError(argument, f"{text} holds an empty array", "save a law with at least one entry")
+    if arr.dtype.kind == "f" and arr.dtype.name not in ("float16", "float32", "float64"):
+        raise SpecproofInputError(argument, f"{text} holds {arr.dtype.name} values, a float format with no exact "
+                                  "conversion here", "save it as float64 (arr.astype(np.float64)) if that is exact "
+                                  "for your values, or as integer counts with --weights")
     return arr
 
 
@@ -103,7 +111,7 @@ def add_parser(subparsers: Any) -> None:
                         help="single-step rule (default canonical)")
     parser.add_argument("--logits", action="store_true",
                         help="--p/--q are logits: apply a certified softmax(logits / T) first")
-    parser.add_argument("--temperature", default="1", help="temperature T for --logits (default 1)")
+    parser.add_argument("--temperature", default=None, help="temperature T for --logits (default 1)")
     parser.add_argument("--weights", action="store_true", help="normalise any positive vectors (counts)")
     parser.add_argument("--token", type=int, help="also print A(token) for this drafted token")
     parser.add_argument("--method", default="auto", choices=["auto", "fast", "plain"])
@@ -116,8 +124,11 @@ def run_reference(args: argparse.Namespace) -> int:
     p = parse_vector(args.p, "--p")
     q = parse_vector(args.q, "--q")
     softmax_info = None
+    if args.temperature is not None and not args.logits:
+        raise SpecproofInputError("--temperature", "given without --logits, where no softmax is applied",
+                                  "add --logits (--p/--q are then logits), or drop --temperature")
     if args.logits:
-        temperature = _parse_number(args.temperature.strip(), "--temperature")
+        temperature = _parse_number((args.temperature or "1").strip(), "--temperature")
         sp, sq = exact_softmax(p, temperature, argument="--p"), exact_softmax(q, temperature, argument="--q")
         p, q = sp.probs, sq.probs
         softmax_info = {"p": sp.as_json(), "q": sq.as_json()}

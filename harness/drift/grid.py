@@ -59,7 +59,7 @@ from specproof.harness.exact.dtypes import DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string
 from specproof.harness.exact.rounded import RoundedPair
 from specproof.harness.files.kinds import GRID_DRIFT
-from specproof.harness.check.scenarios import Realisation
+from specproof.harness.check.contracts.batched.scenarios import Realisation
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.uniform_grids import GRID_MODELS, UniformGrid, grid_round_tolerance, uniform_grid
 

@@ -85,12 +85,25 @@ def _scalar_to_fraction(x: Any, argument: str) -> Fraction:
                               "pass ints, Fractions, sympy Rationals, floats, numpy arrays or torch tensors")
 
 
+def readable_tensor(x: Any, argument: str) -> Any:
+    """``x`` (a tensor) if its values can be read: a meta tensor holds none, a sparse one is refused by
+    layout (the caller densifies what it means)."""
+    torch = _torch()
+    if x.device.type == "meta":
+        raise SpecproofInputError(argument, "is a tensor on the meta device, which holds no values",
+                                  "pass a tensor on the CPU or a GPU (x.to('cpu') after filling it)")
+    if x.layout != torch.strided:
+        raise SpecproofInputError(argument, f"is a {x.layout} tensor", "pass a dense tensor (x.to_dense())")
+    return x
+
+
 def array_values(x: Any, argument: str) -> tuple[np.ndarray, str]:
     """A numpy array / tensor as exact numpy data and its source dtype name: floats widened exactly to
     float64 (any float format fits), integers as an object array of Python ints ('exact': an int64
     above 2^53 has no float64 form).  Complex, bool and other dtypes are refused."""
     if _is_tensor(x):
         torch = _torch()
+        readable_tensor(x, argument)
         if x.dtype.is_complex:
             raise SpecproofInputError(argument, f"is a complex tensor ({x.dtype})",
                                       "pass real probabilities (e.g. x.real, after checking x.imag is 0)")
@@ -202,7 +215,7 @@ def round_to_dtype(x: Any, dtype: Any, argument: str = "value") -> Any:
         values = [_round_fraction(v, info, argument) for v in to_exact(list(x), argument)]
         tensor = torch.tensor([float(v) for v in values], dtype=torch.float64)  # exact: v fits float64
     elif isinstance(x, torch.Tensor):
-        tensor = x.detach().cpu()
+        tensor = readable_tensor(x, argument).detach().cpu()
     elif isinstance(x, (np.ndarray, list, tuple)):
         try:
             tensor = torch.as_tensor(np.asarray(x, dtype=np.float64))

@@ -305,7 +305,7 @@ def _sampling(path: Path, where: str, table: Any) -> Any:
 
 def _pipeline_cells(path: Path, where: str, name: str, samplings: list[Any], devices: list[str],
                     config: ReportConfig, budget: str) -> list[Cell]:
-    from specproof.harness.check.pipeline_laws import PipelineLaw
+    from specproof.harness.check.contracts.generate.laws import PipelineLaw
     from specproof.harness.report.pipelines import PIPELINE_DTYPE, pipeline_scenarios, pipeline_task
     from specproof.harness.report.schema import definition_hash
     from specproof.impls.pipelines import get_pipeline

@@ -84,10 +84,10 @@ def pipeline_task(record: Any, config: Any, sampling: Any = None) -> TaskSpec:
 
 def pipeline_scenarios(record: Any, sampling: Any = None) -> list[Any]:
     """The scenarios a pipeline row runs: its suite, or the suite's distinct pairs under ``sampling``."""
-    from specproof.harness.check.pipeline_scenarios import pipeline_suite, with_sampling
+    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite, with_sampling
 
     if record.models == "transformers":
-        from specproof.harness.check.pipeline_transformers import transformers_suite
+        from specproof.harness.check.contracts.generate.transformers.suite import transformers_suite
 
         suite = [s for s in transformers_suite() if s.name.split(" ")[0].endswith(TRANSFORMERS_SCENARIO)]
     else:
@@ -103,7 +103,7 @@ def suite_input(record: Any, sampling: Any = None) -> str:
 @functools.lru_cache(maxsize=None)
 def _reference_hash() -> str:
     from specproof.harness.check.driver import run_check
-    from specproof.harness.check.pipeline_laws import PipelineLaw, pipeline_families
+    from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families
 
     return definition_hash("pipeline", run_check, PipelineLaw.build, pipeline_families)
 

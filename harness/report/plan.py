@@ -129,7 +129,7 @@ def grid_scenarios(limit: int | None = None) -> list[Any]:
     without the certainty probe: its bug classes (position mix-ups) are certain findings of the
     statistical check, and first in the suite it would push a statistical scenario past ``limit``."""
     from specproof.proofs.laws.sequences import MAX_SEQUENCES
-    from specproof.harness.check.scenarios import default_suite
+    from specproof.harness.check.contracts.batched.scenarios import default_suite
 
     chosen = [s for s in default_suite(large_vocab=0)
               if s.vocab ** (s.k + 1) <= MAX_SEQUENCES and "unnormalised" not in s.tags and not s.certainty_probe]
@@ -156,7 +156,7 @@ def reference_hash(kind: str) -> str:
         from specproof.harness.drift.grid import ideal_round_law, measure_grid
         return definition_hash("grid", measure_grid, ideal_round_law)
     from specproof.harness.check.driver import run_check
-    from specproof.harness.check.events import build_families
+    from specproof.harness.check.contracts.batched.families import build_families
     return definition_hash("statistical", run_check, build_families)
 
 
@@ -304,7 +304,7 @@ def statistical_row(record: Any, dtype: str, samples: int, seed: int, device: st
     """The statistical check of one batched record (zoo members stop at the first rejecting look)."""
     from specproof.harness.check.calls import ContractViolation, VerifierError
     from specproof.harness.check.driver import check
-    from specproof.harness.check.scenarios import default_suite
+    from specproof.harness.check.contracts.batched.scenarios import default_suite
 
     start = time.perf_counter()
     rule = record.rule if record.rule in STEP_RULE_NAMES else None

@@ -24,8 +24,8 @@ from typing import Any
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.ray_engine import MAX_RETRIES
-from specproof.harness.check.ray_start import start_ray
+from specproof.harness.check.scale.ray_engine import MAX_RETRIES
+from specproof.harness.check.scale.ray_start import start_ray
 from specproof.harness.report.plan import TaskOutcome, TaskSpec
 
 __all__ = ["execute_on_ray", "run_report_task", "lost_task"]

@@ -229,13 +229,19 @@ def _record_tasks(config: ReportConfig, record: Any, dtype: str, large: list[str
 # -- running -------------------------------------------------------------------------------------------
 
 class ProgressBar:
-    """A cost-weighted progress bar on stderr: redrawn in place on a terminal, one line per 5% otherwise."""
+    """Progress of a report's tasks, weighted by their cost: on a terminal the same tqdm bar as
+    ``specproof check``'s; otherwise (a CI log) one plain line per 5%."""
 
     def __init__(self, total: float, tasks: int, enabled: bool = True, stream: Any = None):
         self.total, self.tasks, self.enabled = max(total, 1e-9), tasks, enabled
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.count, self.start, self.step = 0.0, 0, time.perf_counter(), -1
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.bar = None
+        if enabled and bool(getattr(self.stream, "isatty", lambda: False)()):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, desc="specproof report", file=self.stream, dynamic_ncols=True,
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}]")
 
     def update(self, spec: TaskSpec, outcome: TaskOutcome | None = None) -> None:
         """``spec`` is done (with ``outcome``: what a campaign caches; the bar itself ignores it)."""
@@ -243,23 +249,21 @@ class ProgressBar:
         self.count += 1
         if not self.enabled:
             return
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{self.count}/{self.tasks} tasks, {spec.label[:50]}", refresh=False)
+            self.bar.update(spec.cost)
+            return
         fraction = min(1.0, self.done / self.total)
-        elapsed = time.perf_counter() - self.start
-        bar = "#" * int(28 * fraction)
-        line = (f"[{bar:<28}] {100 * fraction:3.0f}% {self.count}/{self.tasks} tasks "
-                f"{int(elapsed) // 60}m{int(elapsed) % 60:02d}s  {spec.label[:60]}")
-        if self.tty:
-            self.stream.write("\r" + line.ljust(120))
-            self.stream.flush()
-        elif int(20 * fraction) > self.step or self.count == self.tasks:
+        if int(20 * fraction) > self.step or self.count == self.tasks:
             self.step = int(20 * fraction)
-            self.stream.write(line + "\n")
+            elapsed = int(time.perf_counter() - self.start)
+            self.stream.write(f"specproof report: {100 * fraction:3.0f}% {self.count}/{self.tasks} tasks "
+                              f"{elapsed // 60}m{elapsed % 60:02d}s  {spec.label[:60]}\n")
             self.stream.flush()
 
     def close(self) -> None:
-        if self.enabled and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.close()
 
 
 _WORKER: dict[str, Any] = {}

@@ -7,7 +7,7 @@ parameter names, in order) and returns a function in the adapter's contract:
 - ``"batched"``: ``verify(draft_probs [B,K,V], target_probs [B,K+1,V], draft_token_ids [B,K],
   generator) -> emitted [B,K+1]`` int64 padded with ``-1`` (:mod:`specproof.impls.registry`);
 - ``"tree"``: ``verify(parents [N], draft_probs [B,N,V], target_probs [B,N+1,V], node_tokens [B,N],
-  generator) -> emitted [B,D+1]`` (the tree contract of ``harness/check/tree_contract.py``).
+  generator) -> emitted [B,D+1]`` (the tree contract of ``harness/check/contracts/tree/signature.py``).
 
 A signature that matches none of the forms raises ``SpecproofInputError("--adapter", problem, fix)``,
 which the CLI turns into exit 2. Names are compared, not only counts: passing a batched ``verify`` to

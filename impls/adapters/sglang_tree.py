@@ -9,7 +9,7 @@ Follows the sgl-kernel form with a final-sampling coin (sgl-kernel ``speculative
 
 The earlier form without ``uniform_samples_for_final_sampling`` is not followed. Conversion of one
 tree-contract round (``parents [N]``, ``draft_probs [B,N,V]``, ``target_probs [B,N+1,V]``,
-``node_tokens [B,N]``; harness/check/tree_contract.py):
+``node_tokens [B,N]``; harness/check/contracts/tree/signature.py):
 
 - slot 0 is the root, slot ``i + 1`` is node ``i``; ``candidates [B, N+1]`` int64 (root token 0, never
   emitted), ``retrive_index[b, s] = b (N+1) + s``;

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from impls_lawcheck import conformance, continue_with_target, emitted_counts, sample_round_inputs
-from specproof.harness import ToyPair, round_law, target_law
+from specproof.proofs.laws.sequences import ToyPair, round_law, target_law
 from specproof.impls import get, implementations
 from specproof.proofs import ExactArith
 from specproof.proofs.laws.block import Tables, block_round_law

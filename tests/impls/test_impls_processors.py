@@ -7,7 +7,7 @@ import torch
 
 from impls_inputs import DTYPES
 from impls_lawcheck import conformance, emitted_counts
-from specproof.harness import ToyPair, round_law
+from specproof.proofs.laws.sequences import ToyPair, round_law
 from specproof.impls import (
     MinP, Processors, RepetitionPenalty, Temperature, TopK, TopP, VocabMask, get,
 )

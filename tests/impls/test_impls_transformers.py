@@ -7,7 +7,7 @@ import torch
 
 from impls_inputs import random_round
 from impls_lawcheck import conformance, emitted_counts, sample_round_inputs
-from specproof.harness import ToyPair, round_law
+from specproof.proofs.laws.sequences import ToyPair, round_law
 from specproof.impls import get, transformers_speculative_sampling
 from specproof.impls.adapters import transformers_release
 from specproof.impls.adapters.transformers_release import accepts_ratio_ties, ratio_ties_in

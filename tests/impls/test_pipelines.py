@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from specproof.harness import Sampling
-from specproof.harness.check.pipeline_laws import PipelineLaw, sequence_codes_of
-from specproof.harness.check.pipeline_scenarios import PipelineScenario, pipeline_suite, table_pair
+from specproof.harness.check.contracts.generate.laws import PipelineLaw, sequence_codes_of
+from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, table_pair
 from specproof.impls.pipelines.canonical import canonical_generate
 from specproof.impls.pipelines.mutants import PIPELINE_MUTANTS
 from specproof.impls.pipelines.processing import sampling_processors

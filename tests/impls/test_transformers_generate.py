@@ -6,8 +6,8 @@ import torch
 pytest.importorskip("transformers")
 
 from specproof.harness.check.driver import check  # noqa: E402
-from specproof.harness.check.pipeline_transformers import TransformersPair, transformers_suite  # noqa: E402
-from specproof.harness.check.pipeline_transformers_probe import probe_assisted_generation  # noqa: E402
+from specproof.harness.check.contracts.generate.transformers.suite import TransformersPair, transformers_suite  # noqa: E402
+from specproof.harness.check.contracts.generate.transformers.probe import probe_assisted_generation  # noqa: E402
 from specproof.harness.check.result import Verdict  # noqa: E402
 from specproof.harness.exact.sampling import Sampling  # noqa: E402
 from specproof.impls.adapters.transformers_generate import (generation_kwargs,  # noqa: E402

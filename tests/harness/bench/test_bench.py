@@ -12,8 +12,8 @@ import torch
 from specproof.harness.bench import run as bench
 from specproof.harness.cli import bench as bench_cli
 from specproof.harness.bench.run import BenchConfig, fit_exponent, run_bench, write_bench
-from specproof.harness.check.scenarios import default_suite
-from specproof.harness.check.statistics import rows_to_see_rate
+from specproof.harness.check.contracts.batched.scenarios import default_suite
+from specproof.harness.check.stats.statistics import rows_to_see_rate
 from specproof.harness.bench.baselines import (Flag, chi_square_first_token, chi_square_null_rate,
                                                pearson_p_values, rows_to_flag, runtime_distribution_test,
                                                runtime_schedule)

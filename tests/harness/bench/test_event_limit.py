@@ -5,8 +5,8 @@ import math
 import pytest
 
 from specproof.harness.bench.event_limit import best_side, event_limit_table, event_means, key_weights, prepare_suite
-from specproof.harness.check.scenarios import default_suite
-from specproof.harness.check.statistics import bernoulli_kl
+from specproof.harness.check.contracts.batched.scenarios import default_suite
+from specproof.harness.check.stats.statistics import bernoulli_kl
 from specproof.proofs.laws.sequences import round_law
 from specproof.proofs.laws.step_rules import get_step_rule
 

@@ -11,7 +11,7 @@ from specproof.harness.bench.member_laws import (CANONICAL_MODEL, MEMBER_LAWS, R
                                                  leading_accepts_law, member_law)
 from specproof.harness.bench.oracle import (LosslessPolytope, impossible_rows, kl_divergence, kl_rows,
                                             oracle_table, project, rows_against, scenario_oracle)
-from specproof.harness.check.scenarios import Scenario, default_suite
+from specproof.harness.check.contracts.batched.scenarios import Scenario, default_suite
 from specproof.impls import get
 from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.laws.block import Tables, block_round_law

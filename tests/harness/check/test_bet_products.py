@@ -1,4 +1,4 @@
-"""harness/check/bet_products.py: every-token bet products (identity, Rao-Blackwellisation, validity, power)."""
+"""harness/check/contracts/batched/bet_products.py: every-token bet products (identity, Rao-Blackwellisation, validity, power)."""
 
 import ast
 import itertools
@@ -13,11 +13,11 @@ from specproof.proofs.laws.sequences import round_law, target_law
 from specproof.proofs.laws.step_rules import get_step_rule, step_rules
 
 from specproof.harness.bench.event_limit import event_means
-from specproof.harness.check.bet_products import BET_PRODUCT_FRACTIONS
-from specproof.harness.check.engine import alpha_shares
-from specproof.harness.check.events import build_families
+from specproof.harness.check.contracts.batched.bet_products import BET_PRODUCT_FRACTIONS
+from specproof.harness.check.stats.engine import alpha_shares
+from specproof.harness.check.contracts.batched.families import build_families
 from specproof.harness.check.driver import check
-from specproof.harness.check.scenarios import Scenario, default_suite
+from specproof.harness.check.contracts.batched.scenarios import Scenario, default_suite
 from specproof.impls import get
 
 SCENARIOS = ["runtime-style context-free", "prefix-dependent V4 K2", "prefix-dependent V3 K3",
@@ -126,7 +126,7 @@ def test_the_ceiling_holds_a_law_moved_by_tau_and_not_one_moved_by_twice_that():
     """The band, exactly: move ``d`` of an exact rule's emission mass from the sequence of least
     contribution to the one of most; every mean stays at or below ``P + band`` for ``d = tau`` (the
     move a lossless system within tau can make), and the largest exceeds it for ``d = 2 tau``."""
-    from specproof.harness.check.engine import band_edges
+    from specproof.harness.check.stats.engine import band_edges
     from specproof.harness.exact.tolerances import check_tolerance
 
     real = _scenario("runtime-style context-free").realise("float32", "cpu")

@@ -103,7 +103,7 @@ def test_a_row_budget_never_over_spends_and_smallest_budget_is_the_least_that_gi
     budget, and smallest_budget is the least budget giving every statistical scenario 64 rows."""
     from specproof.harness.check.driver import rows_per_scenario, smallest_budget
     from specproof.harness.check.options import MIN_ROWS
-    from specproof.harness.check.statistics import rows_to_see_rate
+    from specproof.harness.check.stats.statistics import rows_to_see_rate
 
     suite = default_suite()
     chosen = [suite[0]] * probes + suite[1:1 + statistical]

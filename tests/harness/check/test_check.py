@@ -13,7 +13,7 @@ from specproof.harness import (ContractViolation, Scenario, VerifierError, asser
 from specproof.harness.check.contracts.batched import INJECTION_ROWS, zero_target_scenarios
 from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, injection_passes
 from specproof.harness.check.result import Verdict
-from specproof.harness.check.statistics import bernoulli_kl, event_test, rejection_threshold
+from specproof.harness.check.stats.statistics import bernoulli_kl, event_test, rejection_threshold
 from specproof.impls import get, implementations
 from specproof.proofs.errors import SpecproofInputError
 
@@ -356,7 +356,7 @@ def test_progress_is_one_bar_with_percentage_or_lines_to_a_callable(capsys):
 def test_vectorised_chernoff_statistics_is_the_event_test():
     """One implementation: the runner's per-family statistic is chernoff_statistics, event_test one
     element of it, and both agree with N KL from the scalar KL the power solvers use."""
-    from specproof.harness.check import statistics
+    from specproof.harness.check.stats import statistics
 
     rng = np.random.default_rng(0)
     expected = np.concatenate([[0.0, 0.0, 1.0, 0.5, 0.3], rng.random(200)])
@@ -423,7 +423,7 @@ def test_fail_fast_runs_the_statistics_before_the_injection():
 def test_a_shard_that_fails_for_good_still_leaves_the_certain_injection_finding():
     """Rows lost on a shard conclude nothing statistically (INCONCLUSIVE), but the RNG edge injection
     needs no shard: a u == 0 bug is still a certain FAIL."""
-    from specproof.harness.check.ray_engine import ShardFailure
+    from specproof.harness.check.scale.ray_engine import ShardFailure
 
     class LostShard:
         def __init__(self, stream):
@@ -447,3 +447,22 @@ def test_a_shard_that_fails_for_good_still_leaves_the_certain_injection_finding(
     assert "First finding after 0 rows" in rare.summary()
     exact = check(get("canonical-ratio-race").fn, samples=1_024, engine=FailingEngine(), progress=False)
     assert exact.verdict == Verdict.INCONCLUSIVE and exact.injection is not None and not exact.injection_findings
+
+
+def test_a_time_budget_bounds_a_hanging_call_too():
+    """A verifier that hangs is stopped at the end of the time budget (plus a tenth of it), not at the
+    120 s per-call limit, and the error names the budget."""
+    import time
+
+    calls = []
+
+    def hangs_later(draft_probs, target_probs, draft_token_ids, generator):
+        calls.append(1)
+        if len(calls) > 20:
+            time.sleep(60)
+        return get("canonical-ratio-race").fn(draft_probs, target_probs, draft_token_ids, generator)
+
+    start = time.perf_counter()
+    with pytest.raises(VerifierError, match=r"did not return before the time budget \(3 s\) ran out") as info:
+        check(hangs_later, time_budget=3.0, progress=False)
+    assert time.perf_counter() - start < 3.0 + 1.0 + 2.0 and "--time-budget" in info.value.fix

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from specproof.harness.check.engine import (LEVELS, SCREEN_ROWS, RowBatch, alpha_shares, run_streams,
+from specproof.harness.check.stats.engine import (LEVELS, SCREEN_ROWS, RowBatch, alpha_shares, run_streams,
                                             verdict_for)
-from specproof.harness.check.eprocess import SideEvidence, design_detectable_shift
-from specproof.harness.check.event_family import FLOOR_FAMILY, EventFamily
+from specproof.harness.check.stats.eprocess import SideEvidence, design_detectable_shift
+from specproof.harness.check.events.family import FLOOR_FAMILY, EventFamily
 from specproof.harness.check.result import Verdict
-from specproof.harness.check.statistics import detectable_shift
+from specproof.harness.check.stats.statistics import detectable_shift
 from specproof.proofs.errors import SpecproofInputError
 
 
@@ -277,7 +277,7 @@ def test_a_floor_is_tested_on_its_lower_side_only():
 
 def test_near_its_threshold_a_leader_gets_batches_of_half_its_need_not_a_doubling():
     """The loud stream's last batches shrink (APPROACH): none near the crossing is a doubling of its rows."""
-    from specproof.harness.check.engine import APPROACH_SHARE, MIN_APPROACH_BATCH
+    from specproof.harness.check.stats.engine import APPROACH_SHARE, MIN_APPROACH_BATCH
 
     rng = np.random.default_rng(1)
     loud = CategoricalStream("loud", LAW, LAW + np.array([0.08, 0.0, 0.0, -0.08]), 0.0, rng)
@@ -292,7 +292,7 @@ def test_near_its_threshold_a_leader_gets_batches_of_half_its_need_not_a_doublin
 def test_screening_sees_the_stream_with_most_evidence_deeper_first_but_at_most_three_doublings_ahead():
     """Below FOCUS, the next batch goes to the highest score among the streams within SCREEN_LEAD of
     the least-seen one (so at most three doublings ahead); then it waits until the others catch up."""
-    from specproof.harness.check.engine import FOCUS, SCREEN_LEAD, _Ledger, _next_batch
+    from specproof.harness.check.stats.engine import FOCUS, SCREEN_LEAD, _Ledger, _next_batch
 
     rng = np.random.default_rng(4)
     streams = [CategoricalStream(f"s{i}", LAW, LAW, 0.0, rng) for i in range(3)]

@@ -1,4 +1,4 @@
-"""harness/check/eprocess.py: the betting mixture is a supermartingale and gains on Rao-Blackwellised rows."""
+"""harness/check/stats/eprocess.py: the betting mixture is a supermartingale and gains on Rao-Blackwellised rows."""
 
 import math
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specproof.harness.check.eprocess import BET_FRACTIONS, SideEvidence, betting_growth
-from specproof.harness.check.statistics import bernoulli_kl
+from specproof.harness.check.stats.eprocess import BET_FRACTIONS, SideEvidence, betting_growth
+from specproof.harness.check.stats.statistics import bernoulli_kl
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""harness/check/events.py: the later-token and correction-floor families (expectations, validity, power)."""
+"""harness/check/contracts/batched/families.py: the later-token and correction-floor families (expectations, validity, power)."""
 
 import ast
 from fractions import Fraction
@@ -9,10 +9,10 @@ import pytest
 from specproof.proofs.laws.sequences import target_law
 
 from specproof.harness.bench.event_limit import event_means
-from specproof.harness.check.events import build_families
+from specproof.harness.check.contracts.batched.families import build_families
 from specproof.harness.exact.tolerances import step_tolerance
 from specproof.harness.check.driver import check
-from specproof.harness.check.scenarios import default_suite
+from specproof.harness.check.contracts.batched.scenarios import default_suite
 from specproof.impls import get
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specproof.harness.check.driver import check
-from specproof.harness.check.scenarios import default_suite
+from specproof.harness.check.contracts.batched.scenarios import default_suite
 from specproof.impls import implementations
 
 SEEDS = 100

@@ -15,7 +15,7 @@ from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.driver import Stream, check
 from specproof.harness.check.calls import Caller
 from specproof.harness.check.options import CheckOptions
-from specproof.harness.check.pipeline_scenarios import PipelineScenario, pipeline_suite, table_pair
+from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, table_pair
 from specproof.harness.check.result import Verdict
 from specproof.impls.pipelines.canonical import canonical_generate
 from specproof.impls.pipelines.mutants import PIPELINE_MUTANTS

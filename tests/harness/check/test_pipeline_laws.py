@@ -15,11 +15,11 @@ from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness import Sampling, apply_sampling
 from specproof.harness.check.calls import ContractViolation
-from specproof.harness.check.pipeline_contract import take_violations
-from specproof.harness.check.pipeline_laws import (MAX_SEQUENCES, PipelineLaw, pipeline_families,
+from specproof.harness.check.contracts.generate.signature import take_violations
+from specproof.harness.check.contracts.generate.laws import (MAX_SEQUENCES, PipelineLaw, pipeline_families,
                                                    pipeline_tolerance, sequence_codes_of)
-from specproof.harness.check.pipeline_models import TablePair
-from specproof.harness.check.pipeline_scenarios import pipeline_suite, table_pair, with_sampling
+from specproof.harness.check.contracts.generate.models import TablePair
+from specproof.harness.check.contracts.generate.scenarios import pipeline_suite, table_pair, with_sampling
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.sampling import ORDER, processed_law
 from specproof.harness.exact.softmax import exact_softmax

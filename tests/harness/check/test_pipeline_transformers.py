@@ -8,10 +8,10 @@ import torch
 
 pytest.importorskip("transformers")
 
-from specproof.harness.check.pipeline_laws import PipelineLaw  # noqa: E402
-from specproof.harness.check.pipeline_transformers import (MIN_TEMPERATURE, TransformersPair,  # noqa: E402
+from specproof.harness.check.contracts.generate.laws import PipelineLaw  # noqa: E402
+from specproof.harness.check.contracts.generate.transformers.suite import (MIN_TEMPERATURE, TransformersPair,  # noqa: E402
                                                            check_margins, transformers_suite)
-from specproof.harness.check.pipeline_transformers_bound import (logit_error_bound,  # noqa: E402
+from specproof.harness.check.contracts.generate.transformers.bound import (logit_error_bound,  # noqa: E402
                                                                  measured_cache_difference)
 from specproof.harness.exact.sampling import Sampling  # noqa: E402
 from specproof.proofs.errors import SpecproofInputError  # noqa: E402

@@ -1,4 +1,4 @@
-"""``--engine ray`` (harness/check/ray_engine.py, harness/cli/check_engine.py): sharded rows, merged
+"""``--engine ray`` (harness/check/scale/ray_engine.py, harness/cli/check_engine.py): sharded rows, merged
 counts, the same verdict, reproducible rows, worker death retried, a shard lost for good INCONCLUSIVE.
 
 The Ray tests (marker ``ray``) share one local Ray on 2 CPUs (the session fixture ``local_ray`` of
@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from specproof.proofs.errors import SpecproofInputError
-from specproof.harness.check.engine import RowBatch
-from specproof.harness.check.ray_engine import merge_batches, shard_plan
-from specproof.harness.check.ray_start import RAY_INSTALL, require_ray
+from specproof.harness.check.stats.engine import RowBatch
+from specproof.harness.check.scale.ray_engine import merge_batches, shard_plan
+from specproof.harness.check.scale.ray_start import RAY_INSTALL, require_ray
 
 TARGETS = str(Path(__file__).with_name("ray_targets.py"))
 CANONICAL = "specproof.impls:canonical_ratio_race"
@@ -77,9 +77,9 @@ def _check(target, *, max_retries=3, verify=None, **kw):
     """A 3-scenario check with rows drawn by Ray tasks running ``target`` (the driver's own calls -
     the reproducibility batch - use the canonical verifier)."""
     import specproof.impls as impls
-    from specproof.harness.check.ray_engine import RayEngine
+    from specproof.harness.check.scale.ray_engine import RayEngine
     from specproof.harness.check.driver import check
-    from specproof.harness.check.scenarios import default_suite
+    from specproof.harness.check.contracts.batched.scenarios import default_suite
 
     options = dict(scenarios=default_suite()[1:4], samples=2048, inject=False, max_detectable_tv=0.2) | kw
     with RayEngine(workers=2, verify=target, max_retries=max_retries) as engine:
@@ -97,7 +97,7 @@ class TestOnRay:
     def test_same_verdict_and_rows_as_local_and_reproducible(self):
         import specproof.impls as impls
         from specproof.harness.check.driver import check
-        from specproof.harness.check.scenarios import default_suite
+        from specproof.harness.check.contracts.batched.scenarios import default_suite
 
         local = check(impls.canonical_ratio_race, scenarios=default_suite()[1:4], samples=2048,
                                inject=False, max_detectable_tv=0.2)
@@ -115,9 +115,9 @@ class TestOnRay:
     def test_every_contract_runs_on_ray_with_the_local_rows_and_verdicts(self, contract, target, mutant, suite):
         from specproof.proofs.claims.loading import load_object
         from specproof.harness.check.driver import check
-        from specproof.harness.check.pipeline_scenarios import pipeline_suite
-        from specproof.harness.check.ray_engine import RayEngine
-        from specproof.harness.check.tree_scenarios import default_tree_suite
+        from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
+        from specproof.harness.check.scale.ray_engine import RayEngine
+        from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
 
         scenarios = (default_tree_suite()[:2] if suite == "tree" else
                      [s for s in pipeline_suite() if s.name == "top-k2-offsupport"])
@@ -162,9 +162,9 @@ class TestOnRay:
         from specproof.impls.runtime_layouts import vllm_v1
 
         target = "specproof.impls.runtime_layouts.vllm_v1:rejection_sample"
-        from specproof.harness.check.ray_engine import RayEngine
+        from specproof.harness.check.scale.ray_engine import RayEngine
         from specproof.harness.check.driver import check
-        from specproof.harness.check.scenarios import default_suite
+        from specproof.harness.check.contracts.batched.scenarios import default_suite
 
         with RayEngine(workers=2, verify=target, adapter="vllm-v1") as engine:
             result = check(get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample), engine=engine,
@@ -175,7 +175,7 @@ class TestOnRay:
         """Ctrl-C while the driver waits: every submitted task is cancelled, then the interrupt propagates."""
         import ray
 
-        from specproof.harness.check.ray_engine import RayEngine
+        from specproof.harness.check.scale.ray_engine import RayEngine
 
         cancelled = []
         with RayEngine(workers=2, verify=CANONICAL) as engine:
@@ -194,7 +194,7 @@ class TestOnRay:
         code = main(["check", CANONICAL, "--engine", "ray", "--samples", "256", "--quiet", "--no-inject",
                      "--max-detectable-tv", "0.5"])
         out = capsys.readouterr().out
-        from specproof.harness.check.statistics import rows_to_see_rate
+        from specproof.harness.check.stats.statistics import rows_to_see_rate
 
         rows = 13 * 256 + rows_to_see_rate(0.5)  # 13 statistical scenarios, and the probe's 7 rows
         assert code == 0 and out.startswith("PASS") and f"{rows} rows" in out

@@ -1,4 +1,4 @@
-"""harness/check/ray_start.py: a local Ray starts in the background and outlives its thread's work until
+"""harness/check/scale/ray_start.py: a local Ray starts in the background and outlives its thread's work until
 stopped; a failed start is a usage error raised where the driver waits; a cluster is joined at once.
 
 These tests use a stand-in ``ray`` module (no Ray needed); the real start is exercised by the ``ray``
@@ -15,7 +15,7 @@ import types
 import pytest
 
 from specproof.proofs.errors import SpecproofInputError
-from specproof.harness.check.ray_start import RayStart
+from specproof.harness.check.scale.ray_start import RayStart
 
 
 class FakeRay(types.ModuleType):
@@ -201,7 +201,7 @@ def test_the_cli_stops_its_ray_when_the_target_does_not_load(fake_ray, capsys):
 def test_engine_for_stops_ray_when_the_engine_cannot_be_built(fake_ray, monkeypatch):
     import argparse
 
-    from specproof.harness.check import ray_engine
+    from specproof.harness.check.scale import ray_engine
     from specproof.harness.cli import check_engine
 
     def broken(self, **kwargs):
@@ -242,7 +242,7 @@ def test_the_check_starts_ray_before_it_imports_torch(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys, types\n"
-        "from specproof.harness.check import ray_start\n"
+        "from specproof.harness.check.scale import ray_start\n"
         "seen = []\n"
         "def begin(self):\n"
         "    seen.append('torch' in sys.modules)\n"

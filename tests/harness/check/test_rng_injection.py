@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import specproof.impls as impls
-from specproof.harness import SpecproofInputError
+from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.drift.grid import measure_grid, uniform_grid
 from specproof.harness.exact.rng_edges import EDGE_LABELS, edge_values, exponential_value
 from specproof.harness.check.contracts.batched import zero_target_scenarios
 from specproof.harness.check.injection import EdgeInjection, inject_check
-from specproof.harness.check.scenarios import Scenario
+from specproof.harness.check.contracts.batched.scenarios import Scenario
 from specproof.impls.kernels.rounds import assemble_emitted, drafted_probs, leading_accepts
 from specproof.impls.kernels.acceptance import accept_log, accept_product, accept_ratio
 from specproof.impls.verifiers.canonical import final_weights, inverse_cdf_round

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from hypothesis import given, strategies as st
 
-from specproof.harness.check.statistics import certain_rate_seen, rows_to_see_rate
+from specproof.harness.check.stats.statistics import certain_rate_seen, rows_to_see_rate
 
 
 @given(st.floats(1e-6, 1 - 1e-6), st.sampled_from([0.01, 1e-6]))

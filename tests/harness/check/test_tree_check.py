@@ -12,11 +12,10 @@ from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.calls import ContractViolation, VerifierError
 from specproof.harness.check.result import Verdict
-from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
-from specproof.harness.check.tree_laws import SCHEMES
+from specproof.harness.check.contracts.tree.signature import off_tree_rows, validate_tree_output
 from specproof.harness.check.driver import check
-from specproof.harness.check.tree_scenarios import default_tree_suite
-from specproof.harness.check.tree_streams import OFF_TREE, tree_tolerance
+from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
+from specproof.harness.check.contracts.tree.families import OFF_TREE, tree_tolerance
 from specproof.harness.check.calls import Caller
 from specproof.harness.check.contracts import tree as tree_contract
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
@@ -243,12 +242,6 @@ def test_cli_run_exit_codes_and_usage_errors(tmp_path, capsys):
                                 ("x:y", ("--samples", "3"), "--samples")):
         assert _cli(target, *base, *extra) == 2, extra
         assert flag in capsys.readouterr().err, flag
-
-
-def test_sibling_modes_of_the_options_are_the_tree_laws_schemes():
-    from specproof.harness.check.options import SIBLING_MODES
-
-    assert SIBLING_MODES == SCHEMES
 
 
 def test_the_pytest_fixtures_dispatch_through_the_contract_table(specproof_check, specproof_assert_lossless):

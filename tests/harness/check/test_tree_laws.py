@@ -13,9 +13,10 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.multidraft import recursive_rejection_law
 from specproof.proofs.laws.sequences import ToyPair, law_tv, target_law
 
-from specproof.harness.check.tree_laws import (SCHEMES, TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, Tree,
+from specproof.harness.check.options import SIBLING_MODES
+from specproof.harness.check.contracts.tree.laws import (TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, Tree,
                                                TreeRule, conditionals, continued, sibling_row, tree_law, tree_rule)
-from specproof.harness.check.tree_scenarios import default_tree_suite, tree_pair
+from specproof.harness.check.contracts.tree.scenarios import default_tree_suite, tree_pair
 
 ALL_RULES = (TREE_REFERENCE, TREE_TARGET_ONLY, *TREE_MUTANT_RULES)
 
@@ -90,7 +91,7 @@ def small_trees(draw):
         parents.append(draw(st.integers(-1, i - 1)))
     tree = Tree(tuple(parents))
     vocab = draw(st.integers(2, 3))
-    scheme = draw(st.sampled_from(SCHEMES))
+    scheme = draw(st.sampled_from(SIBLING_MODES))
     if scheme in ("topk", "distinct") and tree.widest > vocab:
         scheme = "iid"
     seed = draw(st.integers(0, 10_000))

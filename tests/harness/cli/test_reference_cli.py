@@ -57,3 +57,31 @@ def test_console_script_exit_code_for_bad_flag():
     proc = subprocess.run([sys.executable, "-m", "specproof.harness.cli.parser", "reference", "--nope"],
                           capture_output=True, text=True)
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("make, flag, fragment", [
+    (lambda d: (d / "x.npy").mkdir() or d / "x.npy", "--p", "is a directory"),
+    (lambda d: np.save(d / "e.npy", np.zeros(0)) or d / "e.npy", "--p", "empty array"),
+    (lambda d: np.save(d / "l.npy", np.ones(3, dtype=np.longdouble)) or d / "l.npy", "--p", "no exact conversion"),
+])
+def test_unreadable_npy_inputs_name_the_case(tmp_path, capsys, make, flag, fragment):
+    path = make(tmp_path)
+    assert main(["reference", "--p", str(path), "--q", "1", "0", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {flag}" in err and fragment in err and "Traceback" not in err
+
+
+def test_temperature_without_logits_is_a_usage_error(capsys):
+    assert main(["reference", "--p", "0.5", "0.5", "--q", "1", "0", "--temperature", "2"]) == 2
+    assert "--temperature: given without --logits" in capsys.readouterr().err
+
+
+def test_a_meta_or_sparse_tensor_is_refused_by_name():
+    import torch
+
+    import specproof
+
+    for tensor, fragment in ((torch.ones(3, device="meta"), "meta device"), (torch.ones(3).to_sparse(), "sparse")):
+        with pytest.raises(specproof.SpecproofInputError, match=fragment) as info:
+            specproof.exact_reference(tensor, torch.ones(3) / 3)
+        assert info.value.argument == "p"

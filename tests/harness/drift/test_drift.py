@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import specproof.impls as impls
-from specproof.harness import SpecproofInputError
+from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.drift.whitebox import FIELDS, measure_whitebox, round_to_dtype
-from specproof.harness.check.strategies import law_pairs
+from specproof.harness.check.testing.strategies import law_pairs
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.impls.verifiers.whitebox import StepLaw, step_log, step_product, step_ratio, step_residual_clamped
 

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import specproof.impls as impls
-from specproof.harness import SpecproofInputError
+from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.drift.whitebox import round_to_dtype
 from specproof.harness.drift.grid import (
     GridVerdict, UniformGrid, grid_round_tolerance, ideal_round_law, measure_grid, uniform_grid,
 )
-from specproof.harness.check.scenarios import Scenario
+from specproof.harness.check.contracts.batched.scenarios import Scenario
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.tolerances import round_tolerance
 from specproof.impls.kernels.rounds import assemble_emitted, drafted_probs, leading_accepts

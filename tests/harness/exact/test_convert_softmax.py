@@ -10,7 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specproof.harness import DTYPES, SpecproofInputError, dyadic_array, exact_softmax, to_exact
+from specproof.harness import DTYPES, dyadic_array, exact_softmax, to_exact
+from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 
 

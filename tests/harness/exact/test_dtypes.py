@@ -14,7 +14,7 @@ from specproof.harness.exact.dtypes import DTYPE_NAMES, DTYPES, HALF_DTYPES, TOR
 
 def test_old_import_paths_are_the_table():
     from specproof.harness import DTYPES as exported
-    from specproof.harness.check.strategies import TORCH_DTYPES as strategies_dtypes
+    from specproof.harness.check.testing.strategies import TORCH_DTYPES as strategies_dtypes
 
     assert convert.DTYPES is DTYPES and exported is DTYPES and convert.dtype_name is dtypes.dtype_name
     assert strategies_dtypes == TORCH_DTYPES

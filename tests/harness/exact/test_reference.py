@@ -8,8 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specproof.harness import SpecproofInputError, exact_reference, sum_bound
-from specproof.harness.check.strategies import law_pairs
+from specproof.harness import exact_reference, sum_bound
+from specproof.proofs.errors import SpecproofInputError
+from specproof.harness.check.testing.strategies import law_pairs
 
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 

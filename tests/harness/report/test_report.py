@@ -258,6 +258,20 @@ def test_interrupted_cli_run_writes_nothing(tmp_path, monkeypatch, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_progress_on_a_terminal_is_the_checks_tqdm_bar():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    bar = ProgressBar(total=4.0, tasks=2, stream=stream)
+    bar.update(TaskSpec("grid", "canonical-ratio-uniforms", "float32", cost=3.0))
+    bar.close()
+    assert bar.bar is not None and "specproof report:  75%" in stream.getvalue() and "1/2 tasks" in stream.getvalue()
+
+
 def test_progress_bar_without_a_terminal_prints_whole_lines():
     class Stream(list):
         def write(self, text):
@@ -271,7 +285,7 @@ def test_progress_bar_without_a_terminal_prints_whole_lines():
     for _ in range(4):
         bar.update(TaskSpec("grid", "canonical-ratio-uniforms", "float32", cost=1.0))
     bar.close()
-    assert len(stream) == 4 and stream[-1].startswith("[" + "#" * 28 + "] 100% 4/4 tasks")
+    assert len(stream) == 4 and stream[-1].startswith("specproof report: 100% 4/4 tasks")
     assert all(line.endswith("\n") and "\r" not in line for line in stream)
 
 

@@ -112,7 +112,7 @@ class TestOnRay:
         cancelled = []
 
         def cancel(ref, force=False):  # recorded, not sent: a real cancel racing a task's completion can
-            cancelled.append(force)    # abort the driver in Ray 2.60 (harness/check/ray_engine.py, discard)
+            cancelled.append(force)    # abort the driver in Ray 2.60 (harness/check/scale/ray_engine.py, discard)
 
         class Interrupting:
             def write(self, text):
@@ -140,7 +140,7 @@ def test_an_interrupt_on_the_ray_engine_keeps_the_previous_report(monkeypatch, t
     """Ctrl-C while the Ray tasks run (the executor raises it, as ray.wait does): exit 130, the previous
     report untouched (the cancellation on the cluster: TestOnRay.test_an_interrupt_cancels_...)."""
     import specproof.harness.report.ray_run as ray_run
-    from specproof.harness.check import ray_start
+    from specproof.harness.check.scale import ray_start
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -49,7 +49,7 @@ def test_real_flashinfer_chain_speculative_sampling():
 def test_real_sgl_kernel_tree_walk_on_top_k_trees():
     module = pytest.importorskip("sgl_kernel", reason="package not installed")
     from specproof.harness.check.driver import check
-    from specproof.harness.check.tree_scenarios import default_tree_suite
+    from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
 
     topk = [s for s in default_tree_suite() if s.name == "tree-topk-deep"]
     result = check(get_adapter("sglang-tree").wrap(module.tree_speculative_sampling_target_only), "tree",

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from specproof.harness.check.driver import check
-from specproof.harness.check.tree_scenarios import default_tree_suite
+from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
 from specproof.impls.adapters import get_adapter
 from specproof.impls.runtime_layouts import sglang_tree
 

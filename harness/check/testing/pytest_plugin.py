@@ -67,7 +67,7 @@ def specproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 @pytest.fixture
 def specproof_assert_lossless(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    from specproof.harness.check.asserts import assert_lossless
+    from specproof.harness.check.testing.asserts import assert_lossless
 
     defaults = _settings(request.config)
 

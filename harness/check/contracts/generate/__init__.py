@@ -23,9 +23,9 @@ import torch
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
-from specproof.harness.check.pipeline_contract import call_generate
-from specproof.harness.check.pipeline_laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
-from specproof.harness.check.pipeline_scenarios import PipelineScenario, pipeline_suite, with_sampling
+from specproof.harness.check.contracts.generate.signature import call_generate
+from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
+from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, with_sampling
 
 __all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
 
@@ -38,7 +38,7 @@ def default_suite(options: Any) -> list[PipelineScenario]:
     """Table models under their own settings (or ``options.sampling``), or tiny transformers models."""
     if options.models == "transformers":
         try:
-            from specproof.harness.check.pipeline_transformers import transformers_suite
+            from specproof.harness.check.contracts.generate.transformers.suite import transformers_suite
         except ModuleNotFoundError as err:
             raise SpecproofInputError("models", f"transformers models need the transformers package ({err})",
                                       "pip install specproof[transformers], or use models='table'") from None

@@ -54,7 +54,7 @@ __all__ = ["GENERATE_SIGNATURE", "MAX_DRAFT", "ModelPair", "validate_generate_ou
 
 GENERATE_SIGNATURE = "generate(target, draft, prompt_ids, max_new_tokens, sampling, generator)"
 MAX_DRAFT = 8  # drafts per round the models' max_length leaves room for
-_FIX = f"make {GENERATE_SIGNATURE} return LongTensor [B, max_new_tokens] (specproof.harness.check.pipeline_contract)"
+_FIX = f"make {GENERATE_SIGNATURE} return LongTensor [B, max_new_tokens] (specproof.harness.check.contracts.generate.signature)"
 
 
 class ModelPair(Protocol):

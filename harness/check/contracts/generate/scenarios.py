@@ -29,8 +29,8 @@ import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.pipeline_contract import ModelPair
-from specproof.harness.check.pipeline_models import TablePair
+from specproof.harness.check.contracts.generate.signature import ModelPair
+from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.exact.sampling import Sampling
 
 __all__ = ["PipelineScenario", "pipeline_suite", "with_sampling", "table_pair", "DEFAULT_NEW_TOKENS"]

@@ -30,7 +30,8 @@ from specproof.proofs.laws.sequences import ToyPair
 from specproof.harness.exact.convert import round_to_dtype
 from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.exact.rounded import RoundedPair, exact_law_row
-from specproof.harness.check.tree_laws import SCHEMES, Tree, sibling_row
+from specproof.harness.check.contracts.tree.laws import Tree, sibling_row
+from specproof.harness.check.options import SIBLING_MODES
 
 __all__ = ["TreeScenario", "TreeRealisation", "TreeBatch", "default_tree_suite", "tree_pair"]
 
@@ -44,8 +45,8 @@ class TreeScenario:
     pair: ToyPair
 
     def __post_init__(self) -> None:
-        if self.scheme not in SCHEMES:
-            raise SpecproofInputError("scheme", f"unknown sibling scheme {self.scheme!r}", f"use one of {SCHEMES}")
+        if self.scheme not in SIBLING_MODES:
+            raise SpecproofInputError("scheme", f"unknown sibling scheme {self.scheme!r}", f"use one of {SIBLING_MODES}")
         if self.pair.k != self.tree.depth:
             raise SpecproofInputError("pair", f"k = {self.pair.k} but the tree has depth {self.tree.depth}",
                                       "build the pair with k = the tree's depth")

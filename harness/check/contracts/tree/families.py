@@ -33,9 +33,9 @@ import numpy as np
 
 from specproof.proofs.laws.sequences import law_tv, target_law
 
-from specproof.harness.check.events import EventFamily, first_difference, sequence_keys
-from specproof.harness.check.tree_laws import TREE_MUTANT_RULES, conditionals, continued, extensions, tree_law
-from specproof.harness.check.tree_scenarios import TreeRealisation
+from specproof.harness.check.events.family import EventFamily, first_difference, sequence_keys
+from specproof.harness.check.contracts.tree.laws import TREE_MUTANT_RULES, conditionals, continued, extensions, tree_law
+from specproof.harness.check.contracts.tree.scenarios import TreeRealisation
 from specproof.harness.exact.tolerances import draft_sampling_tolerance, step_tolerance
 
 __all__ = ["OFF_TREE", "tree_tolerance", "tree_families"]

@@ -18,9 +18,9 @@ import torch
 
 from specproof.harness.check.calls import call_verifier
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
-from specproof.harness.check.tree_contract import off_tree_rows, validate_tree_output
-from specproof.harness.check.tree_scenarios import TreeBatch, TreeRealisation, TreeScenario, default_tree_suite
-from specproof.harness.check.tree_streams import OFF_TREE, tree_families, tree_tolerance
+from specproof.harness.check.contracts.tree.signature import off_tree_rows, validate_tree_output
+from specproof.harness.check.contracts.tree.scenarios import TreeBatch, TreeRealisation, TreeScenario, default_tree_suite
+from specproof.harness.check.contracts.tree.families import OFF_TREE, tree_families, tree_tolerance
 
 __all__ = ["TreeScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.events import EventFamily
+from specproof.harness.check.contracts.batched.families import EventFamily
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.sampling import Sampling, processed_law
 from specproof.harness.exact.tolerances import step_tolerance

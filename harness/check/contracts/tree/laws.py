@@ -40,10 +40,11 @@ from typing import Callable, Iterator, Sequence
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
 
-__all__ = ["SCHEMES", "TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
+from specproof.harness.check.options import SIBLING_MODES
+
+__all__ = ["TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
            "Tree", "sibling_row", "tree_law", "extensions", "continued", "conditionals"]
 
-SCHEMES = ("iid", "distinct", "topk")
 Law = tuple[Fraction, ...]
 RowFn = Callable[[tuple[int, ...], tuple[int, ...], int], Law]  # (prefix, earlier siblings, index) -> row
 
@@ -131,7 +132,7 @@ def sibling_row(q: Sequence[Fraction], scheme: str, tried: tuple[int, ...], inde
             raise SpecproofInputError("scenario", f"{index + 1} top-k siblings over {len(q)} tokens",
                                       "use at most V siblings per node")
         return tuple(Fraction(int(t == ranked[index])) for t in range(len(q)))
-    raise SpecproofInputError("scheme", f"unknown sibling scheme {scheme!r}", f"use one of {SCHEMES}")
+    raise SpecproofInputError("scheme", f"unknown sibling scheme {scheme!r}", f"use one of {SIBLING_MODES}")
 
 
 def _sibling_draws(prefix: tuple[int, ...], m: int, row: RowFn) -> Iterator[tuple[tuple[int, ...], Fraction,

@@ -45,8 +45,8 @@ import torch
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.pipeline_contract import MAX_DRAFT
-from specproof.harness.check.pipeline_transformers_bound import logit_error_bound
+from specproof.harness.check.contracts.generate.signature import MAX_DRAFT
+from specproof.harness.check.contracts.generate.transformers.bound import logit_error_bound
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.dtypes import dtype_info, dtype_name, torch_dtype
 from specproof.harness.exact.sampling import Sampling, boundary_margin
@@ -257,7 +257,7 @@ def transformers_suite(sampling: Sampling | None = None, new_tokens: int | None 
     which :func:`check_margins` refuses, for every ``k``), with the default draft and with a draft
     that proposes processed-away tokens (where RNG edge injection can see ``u = 0`` accept them).  With ``sampling`` / ``new_tokens`` (the CLI's
     flags): one scenario (refused if a decision lies within the margin)."""
-    from specproof.harness.check.pipeline_scenarios import PipelineScenario
+    from specproof.harness.check.contracts.generate.scenarios import PipelineScenario
 
     settings = [("T1", Sampling(1.0), new_tokens or DEFAULT_NEW_TOKENS, "transformers Llama pair, T = 1"),
                 ("T0.7-topk3", Sampling(0.7, top_k=3), new_tokens or 3, "transformers Llama pair, T = 0.7, top-k 3"),

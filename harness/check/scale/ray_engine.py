@@ -39,8 +39,8 @@ import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.engine import MAX_BATCH, RowBatch
-from specproof.harness.check.ray_start import RayStart
+from specproof.harness.check.stats.engine import MAX_BATCH, RowBatch
+from specproof.harness.check.scale.ray_start import RayStart
 
 __all__ = ["RayEngine", "ShardSpec", "ShardedStream", "ShardFailure", "shard_plan", "merge_batches", "SHARD_ROWS"]
 

@@ -62,11 +62,11 @@ import numpy as np
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.check.eprocess import LN2, SideEvidence
-from specproof.harness.check.event_family import BET_PRODUCT_FAMILY, FLOOR_FAMILY, EventFamily
+from specproof.harness.check.stats.eprocess import LN2, SideEvidence
+from specproof.harness.check.events.family import BET_PRODUCT_FAMILY, FLOOR_FAMILY, EventFamily
 from specproof.harness.check.progress import RowProgress
 from specproof.harness.check.result import Finding, ScenarioReport, Verdict
-from specproof.harness.check.statistics import (bernoulli_kl_array, certain_rate_seen, rows_to_see_rate,
+from specproof.harness.check.stats.statistics import (bernoulli_kl_array, certain_rate_seen, rows_to_see_rate,
                                                 samples_for_shift)
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",

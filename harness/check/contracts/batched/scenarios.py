@@ -38,7 +38,7 @@ from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.rounded import RoundedPair
 
-__all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "sequence_codes", "CERTAINTY_PROBE"]
+__all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "CERTAINTY_PROBE"]
 
 DYADIC_RESOLUTION = 256  # small random tables use multiples of 1/256: exact in every dtype, bf16 too
 DYADIC_MAX_VOCAB = 64
@@ -58,14 +58,6 @@ def _dyadic(table: np.ndarray) -> np.ndarray:
     for row, missing in enumerate(short.reshape(-1)):
         flat_counts[row, flat_order[row, :missing]] += 1
     return flat_counts.reshape(table.shape) / DYADIC_RESOLUTION
-
-
-def sequence_codes(alphabet: int, max_len: int) -> np.ndarray:
-    """Offsets of variable-length sequences: code = offset[L] + sum_j s_j A^(L-1-j), L = 1..max_len."""
-    offsets = np.zeros(max_len + 2, dtype=np.int64)
-    for length in range(1, max_len + 1):
-        offsets[length + 1] = offsets[length] + alphabet**length
-    return offsets
 
 
 @dataclass(frozen=True)

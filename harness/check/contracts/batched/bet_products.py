@@ -35,8 +35,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from specproof.harness.check.event_family import BET_PRODUCT_FAMILY, EventFamily, decode_sequences
-from specproof.harness.check.scenarios import Realisation
+from specproof.harness.check.events.family import BET_PRODUCT_FAMILY, EventFamily, decode_sequences
+from specproof.harness.check.contracts.batched.scenarios import Realisation
 
 __all__ = ["every_token_family", "BET_PRODUCT_FRACTIONS", "MAX_PRODUCT_CLASSES"]
 

@@ -14,7 +14,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-__all__ = ["EventFamily", "decode_sequences", "FLOOR_FAMILY", "BET_PRODUCT_FAMILY"]
+__all__ = ["EventFamily", "decode_sequences", "FLOOR_FAMILY", "BET_PRODUCT_FAMILY", "sequence_codes", "sequence_keys",
+           "emitted_lengths", "first_difference", "as_numpy"]
 
 FLOOR_FAMILY = "correction-floor"  # the family whose events are floors (.events)
 BET_PRODUCT_FAMILY = "every-token"  # the family whose events are ceilings on bet products (.bet_products)
@@ -60,3 +61,47 @@ def decode_sequences(alphabet: int, max_len: int) -> list[tuple[int, ...]]:
     for length in range(1, max_len + 1):
         out.extend(itertools.product(range(alphabet), repeat=length))
     return out
+
+
+def sequence_codes(alphabet: int, max_len: int) -> np.ndarray:
+    """Offsets of variable-length sequences: code = offset[L] + sum_j s_j A^(L-1-j), L = 1..max_len."""
+    offsets = np.zeros(max_len + 2, dtype=np.int64)
+    for length in range(1, max_len + 1):
+        offsets[length + 1] = offsets[length] + alphabet**length
+    return offsets
+
+
+def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
+    """Number of emitted tokens per row (the contract guarantees no -1 holes)."""
+    return (emitted >= 0).sum(dim=1)
+
+
+def as_numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Small integer work in numpy (single-threaded): torch's threaded kernels crawl on a busy machine."""
+    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) -> np.ndarray:
+    """Code of each row's emitted sequence, tokens mapped to ``token % classes`` (alphabet = classes)."""
+    out = as_numpy(emitted)
+    lengths = (out >= 0).sum(axis=1)
+    offsets = sequence_codes(alphabet, k + 1)
+    code = np.zeros(out.shape[0], dtype=np.int64)
+    for j in range(k + 1):
+        inside = j < lengths
+        code = np.where(inside, code * alphabet + np.maximum(out[:, j], 0) % classes, code)
+    return offsets[lengths] + code
+
+
+def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],
+                     length: int) -> int | None:
+    """Smallest ``j`` in ``1..length`` at which the laws of the first ``j`` tokens differ (exactly)."""
+    for j in range(1, length + 1):
+        left: dict[tuple[int, ...], Fraction] = {}
+        right: dict[tuple[int, ...], Fraction] = {}
+        for law, out in ((a, left), (b, right)):
+            for s, w in law.items():
+                out[s[:j]] = out.get(s[:j], Fraction(0)) + w
+        if any(left.get(s, Fraction(0)) != right.get(s, Fraction(0)) for s in set(left) | set(right)):
+            return j
+    return None

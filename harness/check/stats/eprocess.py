@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from specproof.harness.check.statistics import bernoulli_kl
+from specproof.harness.check.stats.statistics import bernoulli_kl
 
 __all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2",
            "BET_FRACTIONS", "betting_growth", "log_bet_factors"]

@@ -24,7 +24,7 @@ import torch
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.check.calls import ContractViolation
-from specproof.harness.check.pipeline_contract import MAX_DRAFT, record_violation
+from specproof.harness.check.contracts.generate.signature import MAX_DRAFT, record_violation
 from specproof.harness.exact.dtypes import torch_dtype
 
 __all__ = ["TableModel", "TablePair"]

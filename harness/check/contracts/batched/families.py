@@ -51,49 +51,14 @@ from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, ta
 
 from specproof.harness.exact.reference import takes_logs
 from specproof.harness.exact.tolerances import draft_sampling_tolerance
-from specproof.harness.check.bet_products import every_token_family
-from specproof.harness.check.event_family import FLOOR_FAMILY, EventFamily, decode_sequences
-from specproof.harness.check.scenarios import Realisation, sequence_codes
+from specproof.harness.check.contracts.batched.bet_products import every_token_family
+from specproof.harness.check.events.family import (FLOOR_FAMILY, EventFamily, as_numpy, decode_sequences,
+                                                   first_difference, sequence_keys)
+from specproof.harness.check.contracts.batched.scenarios import Realisation
 
-__all__ = ["EventFamily", "build_families", "emitted_lengths", "sequence_keys", "first_difference"]
+__all__ = ["build_families"]
 
 MAX_BUCKETS = 8
-
-
-def emitted_lengths(emitted: torch.Tensor) -> torch.Tensor:
-    """Number of emitted tokens per row (the contract guarantees no -1 holes)."""
-    return (emitted >= 0).sum(dim=1)
-
-
-def _numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Small integer work in numpy (single-threaded): torch's threaded kernels crawl on a busy machine."""
-    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-
-
-def sequence_keys(emitted: torch.Tensor, alphabet: int, classes: int, k: int) -> np.ndarray:
-    """Code of each row's emitted sequence, tokens mapped to ``token % classes`` (alphabet = classes)."""
-    out = _numpy(emitted)
-    lengths = (out >= 0).sum(axis=1)
-    offsets = sequence_codes(alphabet, k + 1)
-    code = np.zeros(out.shape[0], dtype=np.int64)
-    for j in range(k + 1):
-        inside = j < lengths
-        code = np.where(inside, code * alphabet + np.maximum(out[:, j], 0) % classes, code)
-    return offsets[lengths] + code
-
-
-def first_difference(a: dict[tuple[int, ...], Fraction], b: dict[tuple[int, ...], Fraction],
-                     length: int) -> int | None:
-    """Smallest ``j`` in ``1..length`` at which the laws of the first ``j`` tokens differ (exactly)."""
-    for j in range(1, length + 1):
-        left: dict[tuple[int, ...], Fraction] = {}
-        right: dict[tuple[int, ...], Fraction] = {}
-        for law, out in ((a, left), (b, right)):
-            for s, w in law.items():
-                out[s[:j]] = out.get(s[:j], Fraction(0)) + w
-        if any(left.get(s, Fraction(0)) != right.get(s, Fraction(0)) for s in set(left) | set(right)):
-            return j
-    return None
 
 
 def _lossless_family(real: Realisation) -> EventFamily:
@@ -205,7 +170,7 @@ def _first_token_family(real: Realisation) -> EventFamily:
     expected = [sum((mass[b] for b in sub), Fraction(0)) for sub in subsets]
     return EventFamily(
         name="first-token",
-        key=lambda e: bucket_of[np.maximum(_numpy(e[:, 0]), 0)],
+        key=lambda e: bucket_of[np.maximum(as_numpy(e[:, 0]), 0)],
         n_keys=n_buckets,
         matrix=matrix,
         expected=np.array([float(x) for x in expected]),
@@ -248,7 +213,7 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
     floors = [sum((excess[b] for b in sub), Fraction(0)) for sub in subsets]
 
     def key(emitted: torch.Tensor) -> np.ndarray:
-        out = _numpy(emitted)
+        out = as_numpy(emitted)
         corrected = (out >= 0).sum(axis=1) == 1
         return bucket_of[np.maximum(out[:, 0], 0)] + n_buckets * corrected
 

@@ -24,8 +24,8 @@ from specproof.proofs.laws.step_rules import StepRule, get_step_rule
 
 from specproof.harness.check.calls import call_verifier, validate_output
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN, first_true
-from specproof.harness.check.events import EventFamily, build_families
-from specproof.harness.check.scenarios import Realisation, Scenario, default_suite as scenario_suite
+from specproof.harness.check.contracts.batched.families import EventFamily, build_families
+from specproof.harness.check.contracts.batched.scenarios import Realisation, Scenario, default_suite as scenario_suite
 from specproof.harness.exact.tolerances import check_tolerance
 
 __all__ = ["BatchedScenario", "default_suite", "prepare", "injection_scenarios", "zero_target_scenarios",

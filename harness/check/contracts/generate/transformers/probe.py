@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from specproof.harness.check.pipeline_transformers_bound import logit_error_bound
+from specproof.harness.check.contracts.generate.transformers.bound import logit_error_bound
 from specproof.harness.exact.sampling import Sampling, apply_sampling
 
 __all__ = ["ProbeReport", "probe_assisted_generation"]
@@ -143,9 +143,9 @@ def probe_assisted_generation(target: Any, draft: Any, prompt: tuple[int, ...], 
 
 
 def main() -> None:
-    """``python -m specproof.harness.check.pipeline_transformers_probe``: the probes on the suite's
+    """``python -m specproof.harness.check.contracts.generate.transformers.probe``: the probes on the suite's
     settings, with a prompt free of the pad id and with the suite's prompt (which contains it)."""
-    from specproof.harness.check.pipeline_transformers import TransformersPair, transformers_suite
+    from specproof.harness.check.contracts.generate.transformers.suite import TransformersPair, transformers_suite
     from specproof.impls.adapters.transformers_generate import make_transformers_generate
 
     for prompt in ((5, 11, 3), TransformersPair().prompt):

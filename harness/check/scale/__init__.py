@@ -1,0 +1,1 @@
+"""A check's rows on many workers: Ray, started in the background, and the sharded streams."""
