@@ -37,7 +37,7 @@ Fixpoint round_law (k : nat) (pre s : seq 'I_n) : R :=
 
 (* one round, then the target samples until the horizon |s|: sum over the emitted prefix s_<=j *)
 Definition continued_law (k : nat) (pre s : seq 'I_n) : R :=
-  \sum_(j < (size s).+1) round_law k pre (take j s) * target_law (pre ++ take j s) (drop j s).
+  total (fun j : 'I_(size s).+1 => round_law k pre (take j s) * target_law (pre ++ take j s) (drop j s)).
 
 Hypothesis hp : forall pre, is_dist (p pre).
 Hypothesis hq : forall pre, is_dist (q pre).
@@ -49,7 +49,7 @@ Lemma continued_law_cons k pre y s :
   continued_law k pre (y :: s) =
     \sum_(i < (size s).+1) round_law k pre (y :: take i s) * target_law (rcons pre y ++ take i s) (drop i s).
 Proof.
-by rewrite /continued_law big_ord_recl /= round_law_nil mul0r add0r; apply: eq_bigr => i _; rewrite cat_rcons.
+by rewrite /continued_law totalE [LHS]big_ord_recl /= round_law_nil mul0r add0r; apply: eq_bigr => i _; rewrite cat_rcons.
 Qed.
 
 (* the terms whose emitted sequence is longer than one token, for a law that needs exactly one *)
@@ -73,7 +73,7 @@ rewrite [X in X = _](_ : _ = q pre y * acceptance (p pre) (q pre) y * continued_
     + \sum_(i < (size s).+1) (if take i s is [::] then rejection (acceptance (p pre) (q pre)) (q pre)
         * safe_div (residual_weight (p pre) (q pre) y) (total (residual_weight (p pre) (q pre))) else 0)
         * target_law (rcons pre y ++ take i s) (drop i s)); last first.
-  rewrite /continued_law big_distrr -big_split /=; apply: eq_bigr => i _.
+  rewrite /continued_law totalE big_distrr -big_split /=; apply: eq_bigr => i _.
   by rewrite mulrDl mulrA.
 rewrite (@only_first_term (fun t => if t is [::] then _ else 0)
            (fun i => target_law (rcons pre y ++ take i s) (drop i s))) //=.
