@@ -70,6 +70,7 @@ def _result(name: str, claim: str, obligations: list[Obligation], method: str, n
     obligations are then cross-checks).  :func:`settle` decides the verdict from the obligations."""
     assumptions = tuple(f"{o.name}: {o.source}" for o in obligations if o.basis == Basis.ASSUMPTION)
     claimed = Verdict.PROVED if every_n else Verdict.BOUNDED
+    method = ", ".join([method] + [o.method for o in obligations if o.method.startswith("kernel-checked")])
     return settle(ProofResult(name, claim, claimed, method, n, time.perf_counter() - start,
                               solver_versions(settings.rlimit), obligations=tuple(obligations),
                               reason="; ".join(f"{o.name}: {o.detail}" for o in obligations

@@ -35,6 +35,7 @@ from specproof.proofs.laws.step_rules import CANONICAL, GREEDY, step_law, step_r
 from specproof.proofs.engine.counterexamples import PairLaw, find_counterexample, law_distance
 from specproof.proofs.laws.sequences import ToyPair, continued_law, round_law, target_law
 from specproof.proofs.engine.solvers import check_z3, prove_by_cases
+from specproof.proofs.claims.kernel_checked import kernel_fallback, kernel_obligation
 
 __all__ = ["Theorem", "theorems", "prove_theorem", "assumption", "bounded", "ranking_order", "EXHAUSTIVE_SIZES"]
 
@@ -52,9 +53,11 @@ class Theorem:
 
 
 def assumption(name: str, statement: str, source: str) -> Obligation:
-    """A step taken from ``source`` and not checked here (basis ``assumption``)."""
-    return Obligation(name, statement, Verdict.PROVED, "stated, not checked", 0.0,
-                      f"taken from {source}", Basis.ASSUMPTION, source)
+    """A step taken from ``source`` and not checked here (basis ``assumption``), unless the Coq
+    development proves it (then that kernel-checked obligation)."""
+    source = "; ".join((source,) + kernel_fallback(name))
+    return kernel_obligation(name, statement) or Obligation(name, statement, Verdict.PROVED, "stated, not checked",
+                                                            0.0, f"taken from {source}", Basis.ASSUMPTION, source)
 
 
 def bounded(o: Obligation) -> Obligation:
@@ -162,7 +165,9 @@ def _t5(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
     for rule in step_rules():
         if rule.claim == "exact":
             obligations.append(sequence_exactness(rule))
-    return obligations, {"n": "all V, K (assuming the round decomposition); exhaustive V<=3, K<=3",
+    stated = obligations[1].basis == Basis.ASSUMPTION
+    return obligations, {"n": f"all V, K ({'assuming the round decomposition' if stated else 'Coq'}); "
+                         "exhaustive V<=3, K<=3",
                          "every_n": True}
 
 
@@ -271,7 +276,8 @@ def _t6(rlimit: int) -> tuple[list[Obligation], dict[str, Any]]:
         "T6 not a sampling rule", "at temperature > 0 the target has full support and greedy emits a point "
         "mass: TV > 0 (exact witness)", Verdict.PROVED if found and found.tv > 0 else Verdict.REFUTED,
         "exact witness", 0.0, f"p={[str(x) for x in found.p]}, TV={found.tv}" if found else "no witness"))
-    return obligations, {"n": "all (step, assuming the rank facts); exhaustive V<=3, K<=3",
+    stated = obligations[1].basis == Basis.ASSUMPTION
+    return obligations, {"n": f"all (step, {'assuming the rank facts' if stated else 'Coq'}); exhaustive V<=3, K<=3",
                          "counterexample": found, "every_n": True}
 
 
@@ -376,6 +382,7 @@ def prove_theorem(theorem: Theorem | str, *, rlimit: int = DEFAULT_RLIMIT) -> Pr
         theorem = by_name[theorem]
     start = time.perf_counter()
     obligations, info = theorem.check(rlimit)
+    obligations += [o for o in (kernel_obligation(theorem.name, theorem.statement),) if o is not None]
     methods = sorted({o.method for o in obligations})
     # the theorem's own claim (an every-size chain is among its obligations, or bounded checks only);
     # settle() lets decide() turn it and the obligations into the verdict, scope and assumptions
@@ -386,4 +393,5 @@ def prove_theorem(theorem: Theorem | str, *, rlimit: int = DEFAULT_RLIMIT) -> Pr
         seconds=time.perf_counter() - start, versions=solver_versions(rlimit),
         counterexample=info.get("counterexample"), obligations=tuple(obligations),
         reason="; ".join(f"{o.name}: {o.detail}" for o in obligations if o.verdict != Verdict.PROVED),
-        notes=(f"{theorem.title}: {theorem.statement}",) + tuple(f"assumption: {a}" for a in assumptions)))
+        notes=(f"{theorem.title}: {theorem.statement}",) + tuple(f"assumption: {a}" for a in assumptions)
+        + kernel_fallback(theorem.name)))
