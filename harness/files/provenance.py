@@ -5,8 +5,10 @@ git commit and dirty flag of the working tree, package versions, python, platfor
 and the date.  Files are written atomically: to a temporary file in the same folder, then renamed,
 so an interrupted run never leaves half a file.  A new file gets the ordinary mode (``0666`` less the
 umask), a replaced file keeps its mode, and a symbolic link is written through (the link stays).
-Commands call :func:`check_output_path` on every output argument before their run, so a bad path is
-refused before any work.
+Commands call :func:`resolve_output` on every output argument before their run (and before any user code
+runs, which could change the working directory): it returns the absolute path to write, and refuses a path
+that could not be written (:func:`check_output_path`) or that is one of the command's inputs, so an output
+never overwrites the verifier's source, a ``--p`` file or a compared baseline.
 
 Layer: files (beside exact). May import proofs.errors only.
 """
@@ -23,12 +25,12 @@ import subprocess
 import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["provenance", "atomic_write_text", "write_json", "check_output_path", "git_state", "cpu_model",
-           "device_name"]
+__all__ = ["provenance", "atomic_write_text", "write_json", "check_output_path", "resolve_output", "git_state",
+           "cpu_model", "device_name"]
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -151,6 +153,47 @@ def check_output_path(path: str | os.PathLike[str] | None, argument: str, *, fol
         if not os.access(target, os.W_OK):
             raise SpecproofInputError(argument, f"{given!r} exists and is not writable",
                                       "make it writable (chmod u+w) or choose another path")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, bind mounts
+    except OSError:
+        return False
+
+
+def resolve_output(path: str | os.PathLike[str] | None, argument: str,
+                   inputs: Iterable[str | os.PathLike[str] | None] = (), *, folder: bool = False) -> Path | None:
+    """The absolute path (symbolic links followed) to write output ``argument`` to, checked before the run.
+
+    Refuses (:class:`SpecproofInputError` naming ``argument``, the clash and the fix) what
+    :func:`check_output_path` refuses - a file output that is a folder, a folder output that is a file,
+    an unwritable place - and an output that is one of the command's ``inputs`` (the target's file,
+    ``--p``/``--q`` files, the compared files; ``None`` entries are skipped): for a file output, the same
+    file; for a ``folder`` output (replaced whole), a folder holding an input.  ``None`` (no output asked)
+    gives ``None``.  Resolve every output before any user code runs: the answer must not depend on a
+    working directory that code could change.
+    """
+    if path is None:
+        return None
+    check_output_path(path, argument, folder=folder)
+    given = os.fspath(path)
+    target = Path(os.path.realpath(given))
+    for source in inputs:
+        if source is None:
+            continue
+        source_path = Path(os.path.realpath(os.fspath(source)))
+        clash = (target == source_path or source_path.is_relative_to(target)) if folder else \
+            _same_file(target, source_path)
+        if clash:
+            what = "holds" if folder and target != source_path else "is"
+            raise SpecproofInputError(
+                argument, f"{given!r} {what} the input {os.fspath(source)!r} of this command: writing "
+                f"{'the folder' if folder else 'it'} would destroy {'that input' if what == 'holds' else 'it'}",
+                "write the output somewhere else, e.g. " + repr(os.path.join(str(target.parent), "out-" + target.name)))
+    return target
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

@@ -14,12 +14,19 @@ float16:
 * *dtype-specific* - flagged here but within tolerance in float64: the precision itself (a coarser
   uniform grid, an absorbed logarithm, an underflow) causes it.
 
-Colours follow the verdict (:func:`row_status`): ``pass`` (green) only for an unflagged row with its
-power - a statistical PASS whose detectable TV is at most the check's ``max_detectable_tv``, a white-box
-or grid row within its derived tolerance, a PROVED proof; ``fail`` (red) for every flagged row (zoo
+A row's *status* (:func:`row_status`) says what its verdict means: ``pass`` only for an unflagged row
+with its power - a statistical PASS whose detectable TV is at most the check's ``max_detectable_tv``, a
+white-box or grid row within its derived tolerance, a PROVED proof; ``fail`` for every flagged row (zoo
 members included, grid ``impossible-mass`` too); ``weak`` for an unflagged row that could not see much
 (UNDERPOWERED, a vacuous tolerance, a BOUNDED proof); ``missed`` for a known-bad member not caught;
 ``defect`` for an exact implementation under a known defect outside its code (torch's float16 sampler).
+
+The report's colours say whether a row is *as expected* (:func:`row_colour`), not whether it was
+flagged: ``expected`` (green) for an exact implementation passing with its power, a proof with its
+expected verdict (a rule refuted as expected included) and a known-bad member that was caught;
+``unexpected`` (red) for an implementation expected exact, or a proof, that is not as expected (what
+makes ``specproof report`` exit 1); ``caveat`` (amber) for a row as expected that could not see much or
+that a known defect outside the code touches (statuses ``weak``, ``missed``, ``defect``).
 
 Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
@@ -32,12 +39,15 @@ from specproof.harness.files.json_numbers import read_number
 from specproof.harness.files.number_text import fmt
 from specproof.harness.report.rows import Row, rows_of
 
-__all__ = ["DTYPE_ORDER", "fmt", "proof_table", "drift_tables", "half_type_split", "zoo_table",
+__all__ = ["DTYPE_ORDER", "fmt", "proof_table", "COLOURS", "row_colour", "worst_colour", "Folded",
+           "drift_tables", "half_type_split", "zoo_table",
            "unexpected_rows", "detectable_by_rule", "summarise", "row_status", "worst_status", "STATUSES",
            "sampler_findings", "ulp_text", "WEAK_LABEL"]
 
 # statuses from best to worst; a table line takes its rows' worst
 STATUSES = ("pass", "weak", "missed", "defect", "fail")
+# colours from best to worst (module docstring); a table line takes its rows' worst
+COLOURS = ("expected", "caveat", "unexpected")
 
 DTYPE_ORDER = DTYPE_NAMES
 HALF_TYPES = HALF_DTYPES
@@ -76,6 +86,31 @@ def row_status(row: Row | Mapping[str, Any]) -> str:
     return "pass"
 
 
+def row_colour(row: Row | Mapping[str, Any]) -> str:
+    """One of :data:`COLOURS` for a row: whether it is as expected (module docstring)."""
+    if not isinstance(row, Row):
+        row = Row.from_json(row)
+    if not row.as_expected and (row.expected_exact or row.kind == "proof"):
+        return "unexpected"
+    return "expected" if row_status(row) in ("pass", "fail") else "caveat"
+
+
+def worst_colour(colours: list[str]) -> str:
+    return max(colours, key=COLOURS.index) if colours else "expected"
+
+
+class Folded(str):
+    """A table cell whose full text is long: the HTML shows ``summary`` and folds the rest away
+    (``<details>``); everywhere else it is the full string."""
+
+    summary: str
+
+    def __new__(cls, text: str, summary: str) -> "Folded":
+        cell = super().__new__(cls, text)
+        cell.summary = summary
+        return cell
+
+
 WEAK_LABEL = {"proof": "BOUNDED", "statistical": "underpowered", "whitebox": "with a vacuous tolerance",
               "pipeline": "underpowered"}
 
@@ -102,7 +137,8 @@ def _max(values: list[float | None]) -> float | None:
 
 def proof_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     """Rule, claim, verdict, scope, as expected, method, worst-case TV and counterexample TV per proof row,
-    and each row's status.  BOUNDED is its own verdict (the scope names the sizes), never PROVED."""
+    and each row's colour (a scope with assumptions is :class:`Folded`).  BOUNDED is its own verdict (the
+    scope names the sizes), never PROVED."""
     header = ["rule", "claim", "verdict", "scope", "as expected", "method", "worst-case TV (n: lower..upper)",
               "counterexample TV"]
     rows, statuses = [], []
@@ -115,13 +151,15 @@ def proof_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]], l
             worst = "0 (exact)" if row.verdict == "PROVED" and row.claim == "exact" else (
                 "not computed (--quick)" if not detail["worst_case_computed"] else "-")
         tv = row.figures["counterexample_tv"]
-        scope = str(detail.get("scope") or detail.get("n") or "-")
+        scope: str = str(detail.get("scope") or detail.get("n") or "-")
         assumptions = detail.get("assumptions") or []
         if assumptions:
-            scope += "; assumes " + "; ".join(f"{a.get('statement')} ({a.get('source')})" for a in assumptions)
+            scope = Folded(scope + "; assumes " + "; ".join(f"{a.get('statement')} ({a.get('source')})"
+                                                          for a in assumptions),
+                           f"{scope} (the assumption{'s' if len(assumptions) > 1 else ''} folded here)")
         rows.append([row.rule, row.claim, row.verdict, scope, fmt(row.as_expected), detail["method"],
                      worst, tv.exact or "-"])
-        statuses.append(row_status(row))
+        statuses.append(row_colour(row))
     return header, rows, statuses
 
 
@@ -137,7 +175,8 @@ def detectable_by_rule(document: dict[str, Any]) -> dict[tuple[str, str], float]
 
 def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[list[str]], list[str]]]:
     """Per dtype: one line per (implementation, method) with the worst figures over its inputs, and
-    each line's status (the worst of its rows')."""
+    each line's colour: the worst of its rows' for an implementation expected exact; for a known-bad
+    member, as expected when some row caught it and a caveat when none did."""
     header = ["implementation", "method", "rows flagged", "verdicts", "TV (worst)", "its tolerance",
               "max abs error", "max ULP error", "acceptance-rate error", "mass lost",
               "detectable TV (statistical)"]
@@ -187,7 +226,8 @@ def drift_tables(document: dict[str, Any]) -> dict[str, tuple[list[str], list[li
                 ulp_text(rows) if kind == "whitebox" else fmt(_max([r.figure_value("max_ulp_error") for r in rows])),
                 fmt(_max([r.figure_value("acceptance_rate_error") for r in rows])),
                 fmt(_max([r.figure_value("lost_mass") for r in rows])), det_text])
-            statuses.append(status)
+            statuses.append(("expected" if flagged else "caveat") if zoo
+                            else worst_colour([row_colour(r) for r in rows]))
         if lines:
             tables[dtype] = (header, lines, statuses)
     return tables
@@ -240,15 +280,15 @@ def half_type_split(document: dict[str, Any]) -> dict[str, dict[str, list[dict[s
 
 
 def zoo_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
-    """Each known-bad member: which check caught it, where it was not caught and why; a member caught
-    nowhere is ``missed``, one caught in some dtypes only is ``weak``, one caught everywhere ``fail``
-    (flagged: red, as every flagged row)."""
+    """Each known-bad member: which check caught it, where it was not caught and why, and its colour: a
+    member caught everywhere is as ``expected``; one caught in some dtypes only, or nowhere, a ``caveat``
+    (a gap of the checks, not a fault of the code under test)."""
     header = ["member", "bug", "caught by", "not caught (detectable TV)"]
     rows, statuses = [], []
     for z in document["zoo"]:
         caught = "; ".join(z["caught_by"]) or ("NOT CAUGHT" if z.get("measured", True) else "not measured")
         rows.append([z["implementation"], z["bug"] or "-", caught, z["reason"] or "-"])
-        statuses.append("missed" if not z["caught"] else "weak" if z["reason"] else "fail")
+        statuses.append("caveat" if not z["caught"] or z["reason"] else "expected")
     return header, rows, statuses
 
 

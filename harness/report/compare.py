@@ -21,6 +21,18 @@ libm) stays within the bound, and anything within the detectable TV is sampling 
 ever marked.  Informational figures (ULP counts, KL, counterexample TVs) have no threshold and are
 never marked.
 
+A figure whose value is non-finite (NaN, an infinity) or missing in one file and different in the other is
+a change no threshold measures: a compared figure of an implementation expected exact that becomes
+non-finite is ``+`` (worse; one that becomes finite again ``-``), any other such figure makes its row ``x``
+with the figure named.  Files whose thresholds or exact values are impossible (a NaN threshold, an exact
+``"1/0"``) never get here: :func:`~.schema.validate` refuses them, naming the row and the field.
+
+Two files of different modes or statistical budgets (``--quick`` against a default report) measure with
+different power and inputs: the comparison states the mismatch (:attr:`Comparison.notes`), and a row whose
+verdict is unchanged is never a regression there - a figure beyond its threshold is ``x`` with the reason,
+not ``+`` - and neither is a known-bad member whose detection is lost (or a new row of one not caught):
+``x`` with the reason.  An implementation expected exact, or a proof, no longer as expected is still ``!``.
+
 Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
@@ -33,6 +45,7 @@ from typing import Any
 from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import HASH_NAMES
 from specproof.harness.files.json_numbers import number_word
+from specproof.harness.files.number_text import fmt
 
 __all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON", "without_timing",
            "rows_differing_beyond_timing", "TIMING_FIELDS"]
@@ -69,9 +82,13 @@ class FigureChange:
 
     @property
     def direction(self) -> int:
+        """+1 worse, -1 better, 0 within the threshold; a value that becomes non-finite is worse, one that
+        becomes finite again better (module docstring)."""
+        if not (math.isfinite(self.baseline) and math.isfinite(self.current)):
+            if number_word(self.baseline) == number_word(self.current):
+                return 0
+            return 1 if not math.isfinite(self.current) else -1
         delta = self.current - self.baseline
-        if math.isnan(delta):
-            return 0
         return 1 if delta > self.threshold else -1 if delta < -self.threshold else 0
 
     def as_json(self) -> dict[str, Any]:
@@ -130,9 +147,29 @@ def _figure_changes(baseline: Row, current: Row) -> list[FigureChange]:
     return changes
 
 
-def _compare_row(key: str, baseline: Row | None, current: Row | None) -> RowComparison:
+def _answers_for_itself(row: Row) -> bool:
+    """A row whose expectation does not depend on the run's power: an implementation expected exact, a proof."""
+    return row.expected_exact or row.kind == "proof"
+
+
+def _unmeasured_moves(baseline: Row, current: Row) -> list[str]:
+    """Figures in both rows whose value is non-finite or missing in one and different in the other."""
+    moves = []
+    for name in sorted(set(baseline.figures) & set(current.figures)):
+        b, c = baseline.figures[name].value, current.figures[name].value
+        if b is not None and c is not None and math.isfinite(b) and math.isfinite(c):
+            continue
+        if (b is None) != (c is None) or (b is not None and c is not None and number_word(b) != number_word(c)):
+            moves.append(f"{name} {fmt(b)} -> {fmt(c)}")
+    return moves
+
+
+def _compare_row(key: str, baseline: Row | None, current: Row | None, same_budget: bool = True) -> RowComparison:
+    budget_note = " (the files' modes or budgets differ: a known-bad member's detection depends on the power)"
     if baseline is None:
         assert current is not None
+        if not current.as_expected and not same_budget and not _answers_for_itself(current):
+            return RowComparison(key, "x", "new row, not as expected" + budget_note, None, current.verdict)
         if not current.as_expected:
             return RowComparison(key, "!", "new row, not as expected", None, current.verdict)
         return RowComparison(key, "x", "only in the current file", None, current.verdict)
@@ -145,21 +182,32 @@ def _compare_row(key: str, baseline: Row | None, current: Row | None) -> RowComp
     unknown = [name for name in HASH_NAMES if bool(baseline.hashes.get(name)) != bool(current.hashes.get(name))]
     hash_note = f"{', '.join(differing)} changed" if differing else ""
     if baseline.as_expected and not current.as_expected:
+        if not same_budget and not _answers_for_itself(current):
+            return RowComparison(key, "x", (hash_note + ";" if hash_note else "") + "detection lost" + budget_note,
+                                 b_verdict, c_verdict)
         return RowComparison(key, "!", hash_note, b_verdict, c_verdict)
     if current.as_expected and not baseline.as_expected:
         return RowComparison(key, "*", hash_note, b_verdict, c_verdict)
     if differing:
         return RowComparison(key, "x", hash_note, b_verdict, c_verdict)
     note = f"{', '.join(unknown)} hash unknown in one file" if unknown else ""
+    moves = _unmeasured_moves(baseline, current)
+    unmeasured = RowComparison(key, "x", "; ".join(moves) + ": a non-finite or missing figure, not comparable",
+                               b_verdict, c_verdict)
     if not (baseline.expected_exact and current.expected_exact) or baseline.kind == "proof":
-        return RowComparison(key, " ", note, b_verdict, c_verdict)
+        return unmeasured if moves else RowComparison(key, " ", note, b_verdict, c_verdict)
     changes = _figure_changes(baseline, current)
     worse = [c for c in changes if c.direction > 0]
     better = [c for c in changes if c.direction < 0]
+    if (worse or better) and not same_budget and b_verdict == c_verdict:
+        return RowComparison(key, "x", "; ".join(c.text() for c in worse + better) + " (the files' modes or "
+                             "budgets differ: figures not comparable)", b_verdict, c_verdict, tuple(changes))
     if worse:
         return RowComparison(key, "+", "; ".join(c.text() for c in worse), b_verdict, c_verdict, tuple(changes))
     if better:
         return RowComparison(key, "-", "; ".join(c.text() for c in better), b_verdict, c_verdict, tuple(changes))
+    if moves:
+        return RowComparison(key, "x", unmeasured.reason, b_verdict, c_verdict, tuple(changes))
     return RowComparison(key, " ", note, b_verdict, c_verdict, tuple(changes))
 
 
@@ -167,17 +215,19 @@ def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comp
     """Compare two migrated, validated documents (:func:`~.report_schema.load_results`)."""
     result = Comparison()
     b_rows, c_rows = baseline["rows"], current["rows"]
+    same_budget = all(baseline["config"].get(name) == current["config"].get(name) for name in ("mode", "samples"))
     for key in sorted(set(b_rows) | set(c_rows)):
         b_row, c_row = b_rows.get(key), c_rows.get(key)
         result.rows.append(_compare_row(key, None if b_row is None else Row.from_json(b_row),
-                                        None if c_row is None else Row.from_json(c_row)))
+                                        None if c_row is None else Row.from_json(c_row), same_budget))
     for name in ("device", "device_name"):
         b, c = baseline["provenance"].get(name), current["provenance"].get(name)
         if b != c:
             result.notes.append(f"{name} differs: {b} (baseline) vs {c} (current)")
     b_mode, c_mode = baseline["config"].get("mode"), current["config"].get("mode")
     if b_mode != c_mode:
-        result.notes.append(f"mode differs: {b_mode} (baseline) vs {c_mode} (current); rows of one mode only are 'x'")
+        result.notes.append(f"mode differs: {b_mode} (baseline) vs {c_mode} (current); rows of one mode only are 'x', "
+                            "and a row whose verdict did not change is never a regression")
     b_samples, c_samples = baseline["config"].get("samples"), current["config"].get("samples")
     if b_samples != c_samples:
         result.notes.append(f"statistical budget differs: {b_samples} (baseline) vs {c_samples} (current) rows per "

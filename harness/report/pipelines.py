@@ -30,7 +30,7 @@ from typing import Any
 
 from specproof.proofs.errors import SpecproofInputError
 
-from specproof.harness.report.analysis import fmt, row_status
+from specproof.harness.report.analysis import fmt, row_colour, row_status
 from specproof.harness.report.plan import REPORT_MAX_DETECTABLE_TV, TaskOutcome, TaskSpec
 from specproof.harness.report.rows import Figure, Hashes, Row, rows_of
 from specproof.harness.report.schema import bytes_hash, definition_hash
@@ -202,7 +202,7 @@ PIPELINE_TEXT = (
 
 def pipeline_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     """One line per pipeline row: expected, verdict, rows, rows to flag, seconds, detectable TV, first
-    finding, cited report; and each line's status."""
+    finding, cited report; and each line's colour (:func:`~.analysis.row_colour`)."""
     header = ["pipeline", "expected", "verdict", "rows", "rows to flag (fail-fast)", "seconds", "detectable TV",
               "first finding", "bug / cited report"]
     order = {"lossless": 0, "mutant": 1, "transformers": 2}
@@ -218,7 +218,7 @@ def pipeline_table(document: dict[str, Any]) -> tuple[list[str], list[list[str]]
         lines.append([row.implementation, "lossless" if row.expected_exact else "not lossless", verdict,
                       f"{detail.get('rows', 0):,}", "-" if to_flag is None else f"{to_flag:,}",
                       fmt(row.seconds), fmt(detail.get("detectable_tv")), detail.get("first_finding") or "-", cited])
-        statuses.append(status)
+        statuses.append(row_colour(row))
     return header, lines, statuses
 
 

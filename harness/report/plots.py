@@ -3,6 +3,7 @@
 Each function takes the ``results.json`` document and returns ``(png_bytes, caption)`` or ``None`` when
 the document holds no data for it; the caption is the one-sentence explanation printed under the figure.
 Zeros cannot sit on a logarithmic axis: an exact 0 is drawn at the panel's floor with a hollow marker.
+Every bound line is labelled in its panel's legend.
 
 Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
@@ -87,6 +88,7 @@ def drift_against_vocabulary(document: dict[str, Any]) -> tuple[bytes, str] | No
             pairs = sorted(zip(xs, (r.figures["tv"].threshold for r in rows)))
             ax.plot([x for x, _ in pairs], [b for _, b in pairs], color=color, linestyle="--", linewidth=0.8,
                     alpha=0.6)
+        ax.plot([], [], color="0.35", linestyle="--", linewidth=0.8, label="derived bound (dashed, same colour)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(f"{dtype}: TV(output, p) vs vocabulary (dashed: derived bound)", fontsize=9)
@@ -195,7 +197,7 @@ def half_type_margins(document: dict[str, Any]) -> tuple[bytes, str] | None:
             chosen = [p for p in points[dtype] if p[2] == passed]
             ax.scatter([max(p[1], floor) for p in chosen], [names.index(p[0]) for p in chosen], color=color,
                        label=label, alpha=0.7, s=18)
-        ax.axvline(1.0, color="k", linewidth=0.8, linestyle="--")
+        ax.axvline(1.0, color="k", linewidth=0.8, linestyle="--", label="TV = derived tolerance")
         ax.set_xscale("log")
         ax.set_yticks(range(len(names)))
         ax.set_yticklabels(names if i == 0 else [], fontsize=7)

@@ -1,9 +1,18 @@
 """``report.md`` and a self-contained ``report.html`` from a ``results.json`` document.
 
-Both are rendered from the same list of blocks (headings, paragraphs, tables, figures), so they say the
-same thing; the HTML embeds the figures as base64 PNG and has no external reference (no script, no
-font, no stylesheet link), so it opens offline.  The Markdown names the figures and their one-sentence
-explanations and points to the HTML for the images.
+Both are rendered from the same list of blocks (:data:`Block`: headings, paragraphs, lists, tables,
+figures, the banner), so they say the same thing.  The report starts with the answer: a banner (all as
+expected, or how many rows are not), then a table of contents.  Table lines are coloured by whether they
+are as expected (:func:`~.analysis.row_colour`), never by the verdict word alone: a rule refuted as
+expected and a known-bad member that was caught are as expected.  Columns that are empty in every line
+("-") are dropped from both outputs.
+
+The HTML comes from the jinja2 template ``templates/report.html.j2`` with autoescaping on, so every string
+from the document (implementation names, findings, errors) is escaped; it embeds the figures as base64
+PNG and has no external reference (no script, no font, no stylesheet link), so it opens offline.  Long
+cells (:class:`~.analysis.Folded`, or longer than :data:`FOLD_AT` characters) are folded in
+``<details>``.  The Markdown names the figures and their one-sentence explanations and points to the HTML
+for the images.
 
 Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
@@ -11,17 +20,82 @@ Layer: harness.report (4). May import harness.drift, check, exact, files, impls 
 from __future__ import annotations
 
 import base64
-import html
-from typing import Any
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any, Union
 
-from specproof.proofs.engine.vocabulary import Severity, severity
-from specproof.harness.report.analysis import (DTYPE_ORDER, WEAK_LABEL, drift_tables, fmt, half_type_split, proof_table,
-                                               sampler_findings, summarise, unexpected_rows, zoo_table)
+from specproof.harness.report.analysis import (DTYPE_ORDER, WEAK_LABEL, Folded, drift_tables, fmt, half_type_split,
+                                               proof_table, row_colour, sampler_findings, summarise, unexpected_rows,
+                                               zoo_table)
 from specproof.harness.report.pipelines import PIPELINE_TEXT, pipeline_summary_line, pipeline_table
 
-__all__ = ["report_blocks", "render_markdown", "render_html", "render_report", "terminal_summary"]
+__all__ = ["Heading", "Paragraph", "Bullets", "Table", "Figure", "Banner", "Contents", "Block", "table",
+           "report_blocks",
+           "render_markdown", "render_html", "render_report", "terminal_summary", "FOLD_AT"]
 
-Block = tuple[Any, ...]
+FOLD_AT = 160  # characters: a longer cell is folded in the HTML
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table; ``colours`` (one of :data:`~.analysis.COLOURS` per row, or None) colour the row's edge and
+    its cell in column ``coloured``."""
+
+    header: list[str]
+    rows: list[list[str]]
+    colours: list[str] | None = None
+    coloured: int = -1
+
+
+@dataclass(frozen=True)
+class Figure:
+    title: str
+    png: bytes
+    caption: str
+
+
+@dataclass(frozen=True)
+class Contents:
+    """The table of contents: a link to every second-level heading."""
+
+
+@dataclass(frozen=True)
+class Banner:
+    """The answer, first: ``ok`` (all as expected), a headline and the lines under it."""
+
+    ok: bool
+    headline: str
+    lines: list[str] = field(default_factory=list)
+
+
+Block = Union[Heading, Paragraph, Bullets, Table, Figure, Banner, Contents]
+
+
+def table(header: list[str], rows: list[list[Any]], colours: list[str] | None = None,
+          coloured: str | None = None) -> Table:
+    """A :class:`Table` without the columns that are empty ("-" or "") in every row; the first column and
+    the ``coloured`` one (named by its header) are kept."""
+    keep = [i for i, name in enumerate(header)
+            if i == 0 or name == coloured or any(str(row[i]) not in ("-", "") for row in rows)]
+    return Table([header[i] for i in keep], [[row[i] for i in keep] for row in rows], colours,
+                 keep.index(header.index(coloured)) if coloured is not None else -1)
 
 
 def _provenance_lines(document: dict[str, Any]) -> list[str]:
@@ -42,86 +116,124 @@ def _provenance_lines(document: dict[str, Any]) -> list[str]:
     ]
 
 
+_COLOUR_TEXT = (
+    "In the HTML, colours say whether a line is as expected, not what its verdict is: green is as expected "
+    "(an implementation expected exact passing with its power, a proof with its expected verdict - a rule "
+    "refuted as expected included - a known-bad implementation caught), red is not as expected, amber is as "
+    "expected with a caveat (a run that could not see much, a BOUNDED proof, a known sampler defect, a known-bad "
+    "implementation not caught).")
+
+
+def _banner(document: dict[str, Any], summary: dict[str, Any]) -> Banner:
+    """All as expected, or how many rows are not (and how many tasks were not measured), then the counts
+    a reader needs next: the known-bad members caught and the rows with a caveat."""
+    unexpected, incomplete = summary["unexpected"], summary["incomplete"]
+    parts = ([f"{len(unexpected)} row(s) not as expected"] if unexpected else []) + \
+        ([f"{len(incomplete)} task(s) not measured"] if incomplete else [])
+    headline = "; ".join(parts) if parts else "All as expected"
+    lines = []
+    if unexpected:
+        shown = ", ".join(unexpected[:5]) + (f" and {len(unexpected) - 5} more" if len(unexpected) > 5 else "")
+        lines.append(f"not as expected: {shown} (see Not as expected)")
+    else:
+        lines.append("every implementation expected exact passed every check; every proof got its expected verdict")
+    lines.append(f"known-bad implementations caught: {summary['zoo_caught']} of {summary['zoo_members']}"
+                 + (f" (not caught: {', '.join(summary['zoo_not_caught'])})" if summary["zoo_not_caught"] else "")
+                 + (f" ({len(summary['zoo_not_measured'])} not measured in this mode)"
+                    if summary["zoo_not_measured"] else ""))
+    if (pipelines := pipeline_summary_line(document)):
+        lines.append(pipelines)
+    caveats = [f"{c['weak']} {kind} {WEAK_LABEL.get(kind, 'weak')}" for kind, c in sorted(summary["by_kind"].items())
+               if c.get("weak")]
+    if summary["sampler_defects"]:
+        caveats.append(f"{len(summary['sampler_defects'])} under a known sampler defect")
+    if caveats:
+        lines.append("as expected with a caveat (amber): " + ", ".join(caveats))
+    return Banner(not parts, headline, lines)
+
+
 def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]]) -> list[Block]:
-    """The report as blocks: ``("h1"|"h2"|"h3", text)``, ``("p", text)``, ``("list", items)``,
-    ``("table", header, rows[, statuses, column])`` (each row's status colours that column in HTML),
-    ``("figure", title, png, caption)``."""
+    """The report as :data:`Block` s, the answer first (module docstring)."""
     summary = summarise(document)
-    blocks: list[Block] = [("h1", "specproof numerical-fidelity report"), ("list", _provenance_lines(document))]
-    blocks.append(("h2", "Summary"))
+    blocks: list[Block] = [Heading(1, "specproof numerical-fidelity report"), _banner(document, summary),
+                           Contents(), Bullets(_provenance_lines(document)), Paragraph(_COLOUR_TEXT)]
+    blocks.append(Heading(2, "Summary"))
     kinds = summary["by_kind"]
-    blocks.append(("list", [f"{kind}: {c['rows']} rows, {c['flagged']} flagged"
-                            + (f", {c['weak']} {WEAK_LABEL.get(kind, 'weak')}" if c.get("weak") else "")
-                            for kind, c in sorted(kinds.items())]
-                   + [f"zoo: {summary['zoo_caught']} of {summary['zoo_members']} known-bad implementations caught"
-                      + (f", {len(summary['zoo_not_measured'])} not measured in this mode"
-                         if summary["zoo_not_measured"] else ""),
-                      *([pipelines] if (pipelines := pipeline_summary_line(document)) else []),
-                      f"{len(summary['unexpected'])} row(s) of implementations expected exact (or proofs) are not "
-                      f"as expected", f"{summary['skipped']} planned measurement(s) skipped (listed at the end)"]))
+    blocks.append(Bullets([f"{kind}: {c['rows']} rows, {c['flagged']} flagged"
+                           + (f", {c['weak']} {WEAK_LABEL.get(kind, 'weak')}" if c.get("weak") else "")
+                           for kind, c in sorted(kinds.items())]
+                          + [f"zoo: {summary['zoo_caught']} of {summary['zoo_members']} known-bad implementations "
+                             "caught" + (f", {len(summary['zoo_not_measured'])} not measured in this mode"
+                                         if summary["zoo_not_measured"] else ""),
+                             *([pipelines] if (pipelines := pipeline_summary_line(document)) else []),
+                             f"{len(summary['unexpected'])} row(s) of implementations expected exact (or proofs) are "
+                             f"not as expected", f"{summary['skipped']} planned measurement(s) skipped (listed at the "
+                             "end)"]))
     if document.get("incomplete"):
-        blocks.append(("h3", "Incomplete: not measured"))
-        blocks.append(("p", "These tasks failed for good on the Ray engine (their retries spent), or their campaign "
-                            "cell's device is not available here: they have no rows, their records count as not "
-                            "measured (never as passed or caught), and the run exits 4. Rerun them."))
-        blocks.append(("table", ["task", "reason"],
-                       [[label, i["reason"]] for label, i in zip(summary["incomplete"], document["incomplete"])]))
+        blocks.append(Heading(3, "Incomplete: not measured"))
+        blocks.append(Paragraph("These tasks failed for good on the Ray engine (their retries spent), or their "
+                                "campaign cell's device is not available here: they have no rows, their records count "
+                                "as not measured (never as passed or caught), and the run exits 4. Rerun them."))
+        blocks.append(table(["task", "reason"],
+                            [[label, i["reason"]] for label, i in zip(summary["incomplete"], document["incomplete"])],
+                            ["unexpected"] * len(summary["incomplete"]), "task"))
     unexpected = unexpected_rows(document)
     if unexpected:
-        blocks.append(("h3", "Not as expected"))
-        blocks.append(("table", ["row", "verdict", "evidence"],
-                       [[u["key"], u["verdict"], " / ".join(u["evidence"])] for u in unexpected]))
+        blocks.append(Heading(3, "Not as expected"))
+        blocks.append(table(["row", "verdict", "evidence"],
+                            [[u["key"], u["verdict"], " / ".join(u["evidence"])] for u in unexpected],
+                            ["unexpected"] * len(unexpected), "verdict"))
     sampler = sampler_findings(document)
     if sampler:
-        blocks.append(("h3", "Sampler findings"))
-        blocks.append(("p", "Implementations whose code is exact but which draw with a sampler that has a known "
-                            "defect in this dtype: the registry labels them inexact here (not a PASS, not a "
-                            "zoo member); the defect, its measured rate and its reproduction are the registry's."))
-        blocks.append(("table", ["row", "this run", "defect (rate, reproduction)"],
-                       [[f["key"], f["seen"], f["defect"]] for f in sampler], ["defect"] * len(sampler), 1))
+        blocks.append(Heading(3, "Sampler findings"))
+        blocks.append(Paragraph("Implementations whose code is exact but which draw with a sampler that has a known "
+                                "defect in this dtype: the registry labels them inexact here (not a PASS, not a "
+                                "zoo member); the defect, its measured rate and its reproduction are the registry's."))
+        blocks.append(table(["row", "this run", "defect (rate, reproduction)"],
+                            [[f["key"], f["seen"], f["defect"]] for f in sampler], ["caveat"] * len(sampler),
+                            "this run"))
     blocks.extend(_campaign_blocks(document))
-    blocks.append(("h2", "Proofs"))
-    blocks.append(("p", "Every catalogue rule with its claim and the verdict the prover reached; refuted rules carry "
-                        "an exact counterexample TV and the worst-case TV found over the simplex at small n "
-                        "(lower bound attained exactly, upper bound certified by z3 unless marked trivial)."))
-    header, rows, statuses = proof_table(document)
+    blocks.append(Heading(2, "Proofs"))
+    blocks.append(Paragraph("Every catalogue rule with its claim and the verdict the prover reached; refuted rules "
+                            "carry an exact counterexample TV and the worst-case TV found over the simplex at small n "
+                            "(lower bound attained exactly, upper bound certified by z3 unless marked trivial)."))
+    header, rows, colours = proof_table(document)
     if rows:
-        blocks.append(("table", header, rows, statuses, 2))
-    blocks.append(("h2", "Drift per implementation and dtype"))
-    blocks.append(("p", "White-box rows: exact TV of the implied output law, maximum absolute and ULP errors of the "
-                        "output law, acceptance-rate error and target mass dropped, worst over the inputs, with the "
-                        "derived TV bound at the worst input. Grid rows: exact TV of the law on torch.rand's grid "
-                        "against the rule's law, and the grid tolerance. Statistical rows: the largest excess of an "
-                        "event beyond its tolerance (0 when nothing is flagged) and the detectable TV of the run "
-                        "(power 0.99; scenarios whose dtype tolerance is vacuous, 1, are counted apart). White-box "
-                        "rows show the detectable TV of the statistical runs of the same rule: drift below it is "
-                        "invisible to sampling at this budget. In the HTML, green is a pass with its power, red a "
-                        "flagged row (zoo members and grid impossible mass included), amber a row that could not "
-                        "see much (underpowered), a known-bad member not caught, or a known sampler defect."))
-    for dtype, (header, rows, statuses) in drift_tables(document).items():
-        blocks.append(("h3", dtype))
-        blocks.append(("table", header, rows, statuses, 3))
+        blocks.append(table(header, rows, colours, "verdict"))
+    blocks.append(Heading(2, "Drift per implementation and dtype"))
+    blocks.append(Paragraph(
+        "White-box rows: exact TV of the implied output law, maximum absolute and ULP errors of the output law, "
+        "acceptance-rate error and target mass dropped, worst over the inputs, with the derived TV bound at the "
+        "worst input. Grid rows: exact TV of the law on torch.rand's grid against the rule's law, and the grid "
+        "tolerance. Statistical rows: the largest excess of an event beyond its tolerance (0 when nothing is "
+        "flagged) and the detectable TV of the run (power 0.99; scenarios whose dtype tolerance is vacuous, 1, are "
+        "counted apart). White-box rows show the detectable TV of the statistical runs of the same rule: drift below "
+        "it is invisible to sampling at this budget. Known-bad implementations are marked (zoo): their flagged "
+        "lines are as expected. Columns empty in every line of a dtype are left out."))
+    for dtype, (header, rows, colours) in drift_tables(document).items():
+        blocks.append(Heading(3, dtype))
+        blocks.append(table(header, rows, colours, "verdicts"))
     blocks.extend(_half_type_blocks(document))
-    blocks.append(("h2", "The zoo: which check caught each known-bad implementation"))
-    header, rows, statuses = zoo_table(document)
+    blocks.append(Heading(2, "The zoo: which check caught each known-bad implementation"))
+    header, rows, colours = zoo_table(document)
     if rows:
-        blocks.append(("table", header, rows, statuses, 2))
-    header, rows, statuses = pipeline_table(document)
+        blocks.append(table(header, rows, colours, "caught by"))
+    header, rows, colours = pipeline_table(document)
     if rows:
-        blocks.append(("h2", "Whole pipelines: the generate contract"))
-        blocks.append(("p", PIPELINE_TEXT))
-        blocks.append(("table", header, rows, statuses, 2))
-    blocks.append(("h2", "Figures"))
-    for title, png, caption in figures:
-        blocks.append(("figure", title, png, caption))
+        blocks.append(Heading(2, "Whole pipelines: the generate contract"))
+        blocks.append(Paragraph(PIPELINE_TEXT))
+        blocks.append(table(header, rows, colours, "verdict"))
+    if figures:
+        blocks.append(Heading(2, "Figures"))
+        blocks.extend(Figure(title, png, caption) for title, png, caption in figures)
     if document["skipped"]:
-        blocks.append(("h2", "Skipped"))
+        blocks.append(Heading(2, "Skipped"))
         grouped: dict[tuple[str, str], list[str]] = {}
         for skip in document["skipped"]:
             grouped.setdefault((skip["implementation"], skip["reason"]), []).append(skip["dtype"] or "all dtypes")
-        blocks.append(("table", ["implementation", "dtypes", "reason"],
-                       [[name, ", ".join(d for d in DTYPE_ORDER if d in dtypes) or ", ".join(dtypes), reason]
-                        for (name, reason), dtypes in sorted(grouped.items())]))
+        blocks.append(table(["implementation", "dtypes", "reason"],
+                            [[name, ", ".join(d for d in DTYPE_ORDER if d in dtypes) or ", ".join(dtypes), reason]
+                             for (name, reason), dtypes in sorted(grouped.items())]))
     return blocks
 
 
@@ -135,12 +247,12 @@ def _campaign_blocks(document: dict[str, Any]) -> list[Block]:
             f"{len(campaign['cells'])} cells, {counts['ran']} measured in this run, {counts['cached']} taken from "
             f"{campaign['cell_dir']} (measured by an earlier run with the same definition, budget and source "
             f"hash), {counts['unavailable']} unavailable here, {counts['incomplete']} incomplete.")
-    statuses = ["pass" if c["status"] in ("ran", "cached") else "weak" for c in campaign["cells"]]
+    colours = ["expected" if c["status"] in ("ran", "cached") else "caveat" for c in campaign["cells"]]
     rows = [[c["cell"], c["status"] + (f" ({c['reason']})" if c.get("reason") else ""), str(len(c["rows"])),
              (c["source_hash"] or "-")[:12], "-" if c["seconds"] is None else f"{c['seconds']:.1f}"]
             for c in campaign["cells"]]
-    return [("h2", f"Campaign: {campaign['name']}"), ("p", text),
-            ("table", ["cell", "status", "rows", "source hash", "seconds"], rows, statuses, 1)]
+    return [Heading(2, f"Campaign: {campaign['name']}"), Paragraph(text),
+            table(["cell", "status", "rows", "source hash", "seconds"], rows, colours, "status")]
 
 
 _HALF_TEXT = (
@@ -156,7 +268,8 @@ def _half_type_blocks(document: dict[str, Any]) -> list[Block]:
     split = half_type_split(document)
     if not any(any(v for v in parts.values()) for parts in split.values()):
         return []
-    blocks: list[Block] = [("h2", "float16 and bfloat16: dtype drift versus algorithmic bias"), ("p", _HALF_TEXT)]
+    blocks: list[Block] = [Heading(2, "float16 and bfloat16: dtype drift versus algorithmic bias"),
+                           Paragraph(_HALF_TEXT)]
     for dtype, parts in split.items():
         if not any(parts.values()):
             continue
@@ -164,22 +277,47 @@ def _half_type_blocks(document: dict[str, Any]) -> list[Block]:
         ratios = [e["ratio"] for e in within if e["ratio"] is not None]
         lines = [f"within the derived tolerance: {len(within)} rows"
                  + (f" (largest TV / tolerance {fmt(max(ratios))})" if ratios else "")]
-        table = []
+        lines_of_table, colours = [], []
         for label, key in (("algorithmic bias (also flagged in float64)", "bias"),
                            ("dtype-specific (float64 within tolerance)", "dtype"),
                            ("flagged, no float64 row to compare", "unpaired")):
             entries = parts[key]
             lines.append(f"{label}: {len(entries)} rows")
             for e in entries:
-                table.append([label.split(" (")[0], e["implementation"], e["kind"], e["input"], e["verdict"],
-                              fmt(e["tv"]), fmt(e["ratio"]), e.get("float64_verdict", "-"), fmt(e.get("float64_tv")),
-                              "yes" if e["expected_exact"] else "no (zoo)"])
-        blocks.append(("h3", dtype))
-        blocks.append(("list", lines))
-        if table:
-            blocks.append(("table", ["class", "implementation", "method", "input", "verdict", "TV", "TV / tolerance",
-                                     "float64 verdict", "float64 TV", "expected exact"], table))
+                lines_of_table.append([label.split(" (")[0], e["implementation"], e["kind"], e["input"], e["verdict"],
+                                       fmt(e["tv"]), fmt(e["ratio"]), e.get("float64_verdict", "-"),
+                                       fmt(e.get("float64_tv")), "yes" if e["expected_exact"] else "no (zoo)"])
+                colours.append(row_colour(document["rows"][e["key"]]))
+        blocks.append(Heading(3, dtype))
+        blocks.append(Bullets(lines))
+        if lines_of_table:
+            blocks.append(table(["class", "implementation", "method", "input", "verdict", "TV", "TV / tolerance",
+                                 "float64 verdict", "float64 TV", "expected exact"], lines_of_table, colours,
+                                "verdict"))
     return blocks
+
+
+# -- anchors -------------------------------------------------------------------------------------------
+
+def _anchors(blocks: list[Block]) -> dict[int, str]:
+    """The anchor of each heading (by position), as GitHub spells them, so the Markdown's contents links
+    work on GitHub and the HTML's ids are the same: lower case, punctuation dropped, spaces as hyphens,
+    ``-1``, ``-2`` ... for repeats."""
+    seen: dict[str, int] = {}
+    out = {}
+    for i, block in enumerate(blocks):
+        if isinstance(block, Heading):
+            slug = re.sub(r"[^\w\- ]", "", block.text.lower()).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            out[i] = slug if count == 0 else f"{slug}-{count}"
+    return out
+
+
+def _contents(blocks: list[Block], anchors: dict[int, str]) -> list[tuple[str, str]]:
+    """``(text, anchor)`` of every second-level heading: the table of contents."""
+    return [(block.text, anchors[i]) for i, block in enumerate(blocks) if isinstance(block, Heading)
+            and block.level == 2]
 
 
 # -- Markdown ------------------------------------------------------------------------------------------
@@ -189,98 +327,52 @@ def _md_cell(text: Any) -> str:
 
 
 def render_markdown(blocks: list[Block]) -> str:
+    anchors = _anchors(blocks)
     out: list[str] = []
-    for block in blocks:
-        kind = block[0]
-        if kind in ("h1", "h2", "h3"):
-            out += [f"{'#' * int(kind[1])} {block[1]}", ""]
-        elif kind == "p":
-            out += [block[1], ""]
-        elif kind == "list":
-            out += [f"- {item}" for item in block[1]] + [""]
-        elif kind == "table":
-            header, rows = block[1], block[2]
-            out.append("| " + " | ".join(_md_cell(h) for h in header) + " |")
-            out.append("|" + "|".join("---" for _ in header) + "|")
-            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    for i, block in enumerate(blocks):
+        if isinstance(block, Heading):
+            out += [f"{'#' * block.level} {block.text}", ""]
+        elif isinstance(block, Contents):
+            out += ["Contents: " + " · ".join(f"[{text}](#{anchor})" for text, anchor in _contents(blocks, anchors)),
+                    ""]
+        elif isinstance(block, Banner):
+            out += [f"> **{block.headline}.**", ">"] + [f"> - {line}" for line in block.lines] + [""]
+        elif isinstance(block, Paragraph):
+            out += [block.text, ""]
+        elif isinstance(block, Bullets):
+            out += [f"- {item}" for item in block.items] + [""]
+        elif isinstance(block, Table):
+            out.append("| " + " | ".join(_md_cell(h) for h in block.header) + " |")
+            out.append("|" + "|".join("---" for _ in block.header) + "|")
+            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in block.rows]
             out.append("")
-        elif kind == "figure":
-            out += [f"**{block[1]}** (embedded in report.html). {block[3]}", ""]
+        elif isinstance(block, Figure):
+            out += [f"**{block.title}** (embedded in report.html). {block.caption}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
 # -- HTML ----------------------------------------------------------------------------------------------
 
-_STYLE = """
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1320px;
-       padding: 0 16px; color: #1b1f23; line-height: 1.45; font-size: 14px; }
-h1 { font-size: 24px; border-bottom: 2px solid #d0d7de; padding-bottom: 6px; }
-h2 { font-size: 19px; margin-top: 32px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-h3 { font-size: 15px; margin-top: 20px; }
-.scroll { overflow-x: auto; margin: 8px 0 16px; }
-table { border-collapse: collapse; font-size: 12px; }
-th, td { border: 1px solid #d0d7de; padding: 3px 7px; text-align: left; vertical-align: top; max-width: 560px;
-         overflow-wrap: break-word; }
-th { background: #f3f5f7; position: sticky; top: 0; }
-tr:nth-child(even) td { background: #fafbfc; }
-td.bad, td.s-fail { color: #b42318; font-weight: 600; }
-td.good, td.s-pass { color: #1a7f37; }
-td.s-weak, td.s-missed, td.s-defect { color: #9a6700; font-weight: 600; }
-tr.s-fail td:first-child { border-left: 4px solid #b42318; }
-tr.s-pass td:first-child { border-left: 4px solid #1a7f37; }
-tr.s-weak td:first-child, tr.s-missed td:first-child, tr.s-defect td:first-child { border-left: 4px solid #d4a72c; }
-figure { margin: 16px 0 28px; }
-figure img { max-width: 100%; border: 1px solid #d0d7de; }
-figcaption { font-size: 13px; color: #444; margin-top: 6px; max-width: 1100px; }
-ul { padding-left: 22px; }
-"""
+@functools.lru_cache(maxsize=1)
+def _template() -> Any:
+    import jinja2
 
-_CELL_CLASS = {Severity.OK: ' class="good"', Severity.FLAGGED: ' class="bad"', Severity.NOT_RUN: ' class="bad"'}
-_ANSWER_CLASS = {"yes": ' class="good"', "no": ' class="bad"', "NOT CAUGHT": ' class="bad"'}  # answers, not verdicts
-
-
-def _cell_class(text: str) -> str:
-    """A verdict cell's colour from its severity (the one vocabulary); warnings (BOUNDED, underpowered) stay plain."""
-    level = severity(text)
-    return _ANSWER_CLASS.get(text, "") if level is None else _CELL_CLASS.get(level, "")
-
-
-def _html_row(row: list[Any], status: str | None, column: int) -> str:
-    """A table row: with a status, that column and the row's edge carry its colour and no cell is
-    coloured by its text alone (a 'pass' that is underpowered is not green)."""
-    esc = html.escape
-    if status is None:
-        return "<tr>" + "".join(f"<td{_cell_class(str(c))}>{esc(str(c))}</td>" for c in row) + "</tr>"
-    cells = "".join(f'<td class="s-{status}">{esc(str(c))}</td>' if i == column else
-                    f"<td{_cell_class(str(c)) if str(c) in ('yes', 'no') else ''}>{esc(str(c))}</td>"
-                    for i, c in enumerate(row))
-    return f'<tr class="s-{status}">{cells}</tr>'
+    env = jinja2.Environment(loader=jinja2.PackageLoader("specproof.harness.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["base64"] = lambda data: base64.b64encode(data).decode("ascii")
+    env.tests["folded"] = lambda cell: isinstance(cell, Folded) or len(str(cell)) > FOLD_AT
+    env.filters["fold_summary"] = lambda cell: cell.summary if isinstance(cell, Folded) else \
+        str(cell)[:FOLD_AT // 2].rsplit(" ", 1)[0] + " ..."
+    env.globals.update(Heading=Heading, Paragraph=Paragraph, Bullets=Bullets, Table=Table, Figure=Figure,
+                       Banner=Banner, Contents=Contents, isinstance=isinstance)
+    return env.get_template("report.html.j2")
 
 
 def render_html(blocks: list[Block], title: str = "specproof report") -> str:
-    esc = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           f"<title>{esc(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>"]
-    for block in blocks:
-        kind = block[0]
-        if kind in ("h1", "h2", "h3"):
-            out.append(f"<{kind}>{esc(block[1])}</{kind}>")
-        elif kind == "p":
-            out.append(f"<p>{esc(block[1])}</p>")
-        elif kind == "list":
-            out.append("<ul>" + "".join(f"<li>{esc(str(item))}</li>" for item in block[1]) + "</ul>")
-        elif kind == "table":
-            header, rows = block[1], block[2]
-            statuses, column = (block[3], block[4]) if len(block) > 3 else ([None] * len(rows), -1)
-            head = "".join(f"<th>{esc(str(h))}</th>" for h in header)
-            body = "".join(_html_row(row, status, column) for row, status in zip(rows, statuses))
-            out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
-        elif kind == "figure":
-            data = base64.b64encode(block[2]).decode("ascii")
-            out.append(f'<figure><img alt="{esc(block[1])}" src="data:image/png;base64,{data}">'
-                       f"<figcaption><b>{esc(block[1])}.</b> {esc(block[3])}</figcaption></figure>")
-    out += ["</body>", "</html>"]
-    return "\n".join(out) + "\n"
+    anchors = _anchors(blocks)
+    return _template().render(title=title, blocks=list(enumerate(blocks)), anchors=anchors,
+                              contents=_contents(blocks, anchors))
 
 
 def render_report(document: dict[str, Any]) -> tuple[str, str]:

@@ -26,7 +26,9 @@ Schema 1 (documented, superseded): the same top level but ``"rows"`` a *list* of
 ``key``, each with one ``"source_hash"`` (the implementation's) instead of ``hashes``, and without
 ``as_expected``.  :func:`migrate` turns schema 1 into schema 2: it derives each key from the row's
 fields, moves ``source_hash`` to ``hashes["implementation"]``, marks the rule/reference/input hashes
-unknown (``null``: comparable, with a note) and computes ``as_expected``.  :func:`load_results` migrates
+unknown (``null``: comparable, with a note) and computes ``as_expected`` with :func:`expected_outcome`,
+the one rule every row is written with (so a migrated row compares equal to the row it came from, a
+known sampler defect included).  :func:`load_results` migrates
 older files and refuses newer ones (a usage error: exit 2).  The version and the migration registry are
 those of the file kind :data:`~specproof.harness.files.kinds.REPORT` (:mod:`specproof.harness.files.envelope`).
 
@@ -44,9 +46,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import math
+import re
 import types
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Mapping
 
 from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.files.envelope import migrate_document, read_json_document
@@ -54,7 +59,7 @@ from specproof.harness.files.json_numbers import NUMBER_WORDS
 from specproof.harness.files.kinds import REPORT
 
 __all__ = ["SCHEMA", "KIND", "HASH_DEPTH", "row_key", "definition_hash", "rule_hash", "bytes_hash",
-           "migrate", "migrate_1_to_2", "load_results", "validate"]
+           "expected_outcome", "migrate", "migrate_1_to_2", "load_results", "validate"]
 
 SCHEMA = REPORT.schema
 KIND = REPORT.name
@@ -185,9 +190,15 @@ def bytes_hash(chunks: Iterable[bytes | str]) -> str:
 
 # -- versions ----------------------------------------------------------------------------------------
 
-def _expected_outcome(row: dict[str, Any]) -> bool:
+def expected_outcome(row: Mapping[str, Any]) -> bool:
+    """A row's ``as_expected`` from its fields: a proof's ``ok`` (its expected verdict was reached); a row
+    under a known defect outside the implementation's code (``detail["known_defect"]``, e.g. torch's
+    float16 sampler) is as expected whatever it shows; otherwise ``passed`` for an implementation expected
+    exact and *flagged* for a known-bad one."""
     if row["kind"] == "proof":
         return bool(row.get("ok", row["passed"]))
+    if (row.get("detail") or {}).get("known_defect"):
+        return True
     return bool(row["passed"]) if row["expected_exact"] else not row["passed"]
 
 
@@ -211,7 +222,7 @@ def migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
         row["hashes"] = {"implementation": source_hash, "rule": None, "reference": None, "input": None}
         row.setdefault("figures", {})
         row.setdefault("detail", {})
-        row["as_expected"] = _expected_outcome(row)
+        row["as_expected"] = expected_outcome(row)
         key = row_key(row)
         if key in rows:
             raise SpecproofInputError("results", f"schema-1 file has two rows with key {key!r}",
@@ -252,6 +263,30 @@ def _number_or_none(value: Any, words: bool) -> bool:
     return isinstance(value, (int, float)) or (words and value in _FIGURE_WORDS)
 
 
+def _figure_problem(fig: Mapping[str, Any]) -> str | None:
+    """What is wrong with a figure's threshold or exact value (None: nothing).  A threshold is a finite
+    resolution, at least 0; an exact value is a ``"num/den"`` rational with a non-zero denominator whose
+    float is the figure's value.  A non-finite *value* without an exact one is a measurement (compare marks
+    it); a non-finite threshold or an impossible exact value never is."""
+    threshold, exact = fig.get("threshold"), fig.get("exact")
+    if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
+        return f"with threshold {threshold!r}, expected a finite number at least 0"
+    if exact is None:
+        return None
+    parts = re.fullmatch(r"(-?\d+)/(\d+)", exact) if isinstance(exact, str) else None
+    if parts is None or int(parts[2]) == 0:
+        return f"with exact value {exact!r}, expected \"num/den\" with a non-zero denominator"
+    value = fig.get("value")
+    value = value if value is None or isinstance(value, (int, float)) else NUMBER_WORDS[value]
+    try:
+        rounded = float(Fraction(int(parts[1]), int(parts[2])))
+    except OverflowError:
+        rounded = math.copysign(math.inf, int(parts[1]))
+    if value is None or rounded != value:
+        return f"with value {value!r} that is not the float of its exact value {exact}"
+    return None
+
+
 def validate(data: dict[str, Any], source: str = "results") -> None:
     """Full structural check of a schema-2 document: every field that :mod:`.report_compare` and
     :mod:`.report_render` read, with its type (raises a usage error naming the row and field)."""
@@ -290,8 +325,14 @@ def validate(data: dict[str, Any], source: str = "results") -> None:
                 raise bad(f"row {key!r} has figure {name!r} that is not an object")
             if not _number_or_none(fig.get("value"), True) or not _number_or_none(fig.get("threshold"), False):
                 raise bad(f"row {key!r} has figure {name!r} with a value or threshold that is not a number")
+            problem = _figure_problem(fig)
+            if problem:
+                raise bad(f"row {key!r} has figure {name!r} {problem}")
         if not isinstance(row.get("detail", {}), dict):
             raise bad(f"row {key!r} has detail that is not an object")
+        if row["as_expected"] != expected_outcome(row):
+            raise bad(f"row {key!r} has as_expected {row['as_expected']} but its kind, expected_exact, passed and "
+                      f"known defect give {expected_outcome(row)}")
 
 
 def load_results(path: str | Path, argument: str = "results") -> dict[str, Any]:

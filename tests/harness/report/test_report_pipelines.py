@@ -75,7 +75,7 @@ def test_pipeline_rows_run_with_the_schema(document):
 
 def test_pipeline_section_is_rendered(document):
     header, lines, statuses = pipeline_table(document)
-    assert [line[0] for line in lines] == ["canonical", "default-target"] and statuses == ["weak", "fail"]
+    assert [line[0] for line in lines] == ["canonical", "default-target"] and statuses == ["caveat", "expected"]
     assert header[4] == "rows to flag (fail-fast)" and lines[1][4] != "-" and lines[0][4] == "-"
     markdown, html = render_report(document)
     line = ("pipelines (generate contract, float32): caught 1/1 mutants, lossless passing 0/1, 1 underpowered "
@@ -84,7 +84,7 @@ def test_pipeline_section_is_rendered(document):
         assert "Whole pipelines: the generate contract" in text and line in text
         assert "vllm-project/vllm#10198" in text
     assert "| default-target | not lossless | fail |" in markdown
-    assert 'class="s-fail">fail</td>' in html and 'class="s-weak">underpowered</td>' in html
+    assert 'class="c-expected">fail</td>' in html and 'class="c-caveat">underpowered</td>' in html
     assert line in terminal_summary(document)
 
 
@@ -93,4 +93,4 @@ def test_a_missed_mutant_is_labelled_not_caught(document):
     row.update(passed=True, as_expected=False, verdict="underpowered")
     missed = {**document, "rows": {row["key"]: row}}
     _, lines, statuses = pipeline_table(missed)
-    assert statuses == ["missed"] and lines[0][2] == "not caught (underpowered)"
+    assert statuses == ["caveat"] and lines[0][2] == "not caught (underpowered)"

@@ -1,12 +1,13 @@
-"""The report's colours follow the verdict: green only for a pass with its power, red for every flagged row
-(grid impossible mass and zoo members included), amber for underpowered rows, known-bad members not
-caught, known sampler defects and BOUNDED proofs; ULP figures say "zero vs non-zero"; proofs show scope."""
+"""Row statuses follow the verdict (pass only with its power; flagged rows, grid impossible mass and zoo members
+included, fail; underpowered rows, members not caught, sampler defects and BOUNDED proofs apart); the report's
+colours say whether a line is as expected (test_render.py); ULP figures say "zero vs non-zero"; proofs show
+scope."""
 
 import specproof.impls as impls
 from specproof.harness.report.run import zoo_verdicts
 from specproof.harness.report.analysis import (drift_tables, fmt, proof_table, row_status, sampler_findings,
                                                summarise, zoo_table)
-from specproof.harness.report.render import render_html, report_blocks, terminal_summary
+from specproof.harness.report.render import Table, render_html, report_blocks, terminal_summary
 
 DEFECT = "torch.multinomial float16 CPU picks zero-weight tokens (reproduce: python -m specproof.impls.sampler_probe)"
 
@@ -84,21 +85,21 @@ def test_drift_lines_say_underpowered_not_caught_and_colour_grid_findings():
     header, lines, statuses = drift_tables(doc)["float32"]
     by_name = {line[0]: (line, status) for line, status in zip(lines, statuses)}
     greedy, status = by_name["greedy"]
-    assert status == "weak" and greedy[3] == "underpowered (detectable TV 1)"
+    assert status == "caveat" and greedy[3] == "underpowered (detectable TV 1)"
     member, status = by_name["zoo-member (zoo)"]
-    assert status == "missed" and member[3] == "not caught (detectable TV 0.399)"
+    assert status == "caveat" and member[3] == "not caught (detectable TV 0.399)"
     grid, status = by_name["le-ratio-uniforms (zoo)"]
-    assert status == "fail" and grid[3] == "impossible-mass, within-grid-tolerance"
+    assert status == "expected" and grid[3] == "impossible-mass, within-grid-tolerance"  # a caught member
     html = render_html(report_blocks(doc, []))
-    assert '<td class="s-fail">impossible-mass, within-grid-tolerance</td>' in html
-    assert '<td class="s-weak">underpowered (detectable TV 1)</td>' in html
-    assert '<td class="s-missed">not caught (detectable TV 0.399)</td>' in html
-    assert 'class="s-pass"' not in html and 'class="good"' not in html  # nothing here is a pass with power
+    assert '<td class="c-expected">impossible-mass, within-grid-tolerance</td>' in html
+    assert '<td class="c-caveat">underpowered (detectable TV 1)</td>' in html
+    assert '<td class="c-caveat">not caught (detectable TV 0.399)</td>' in html
+    assert 'class="c-unexpected"' not in html  # nothing here is an exact implementation flagged
 
 
 def test_a_pass_word_is_not_green_when_its_row_is_underpowered():
-    html = render_html([("table", ["row", "verdict"], [["greedy", "pass"]], ["weak"], 1)])
-    assert '<td class="s-weak">pass</td>' in html and 'class="good"' not in html
+    html = render_html([Table(["row", "verdict"], [["greedy", "pass"]], ["caveat"], 1)])
+    assert '<td class="c-caveat">pass</td>' in html and 'class="c-expected"' not in html
 
 
 def test_ulp_figures_say_zero_vs_nonzero_and_never_print_hundreds_of_digits():
@@ -115,9 +116,9 @@ def test_proof_rows_show_scope_and_bounded_is_never_proved():
     header, rows, statuses = proof_table(doc)
     assert header[3] == "scope"
     assert rows[0][2:4] == ["PROVED", "every n; assumes u uniform on [0,1) (torch)"]
-    assert rows[1][2:4] == ["BOUNDED", "n = 2 and 3 (bounded)"] and statuses == ["pass", "weak"]
-    html = render_html(report_blocks(doc, []))
-    assert '<td class="s-weak">BOUNDED</td>' in html and '<td class="s-pass">PROVED</td>' in html
+    assert rows[1][2:4] == ["BOUNDED", "n = 2 and 3 (bounded)"] and statuses == ["expected", "unexpected"]
+    html = render_html(report_blocks(doc, []))  # b expected PROVED: its BOUNDED is not as expected
+    assert '<td class="c-unexpected">BOUNDED</td>' in html and '<td class="c-expected">PROVED</td>' in html
     assert "1 BOUNDED" in terminal_summary(doc)
 
 
@@ -144,18 +145,4 @@ def test_zoo_members_not_caught_in_a_dtype_say_so_with_the_detectable_tv():
     (entry,) = zoo_verdicts([record], rows, [])
     assert entry["caught"] and entry["reason"] == "not caught in bfloat16 (detectable TV 0.206; statistical check)"
     header, table, statuses = zoo_table(document(zoo=[entry]))
-    assert statuses == ["weak"] and "not caught in bfloat16" in table[0][3]
-
-
-def test_cell_colour_follows_the_verdict_vocabulary():
-    """Every verdict word is coloured by its severity (the one vocabulary); answers yes/no/NOT CAUGHT by meaning."""
-    from specproof.harness.report.render import _cell_class
-    from specproof.proofs.engine.vocabulary import SEVERITY, Severity
-
-    expected = {Severity.OK: ' class="good"', Severity.FLAGGED: ' class="bad"', Severity.NOT_RUN: ' class="bad"',
-                Severity.WARNING: ""}
-    for word, level in SEVERITY.items():
-        assert _cell_class(word) == expected[level], word
-    assert _cell_class("REFUTED") == _cell_class("error") == _cell_class("no") == ' class="bad"'
-    assert _cell_class("BOUNDED") == _cell_class("underpowered") == _cell_class("pass (weak)") == ""
-    assert _cell_class("yes") == _cell_class("PROVED") == ' class="good"'
+    assert statuses == ["caveat"] and "not caught in bfloat16" in table[0][3]
