@@ -36,7 +36,7 @@ import numpy as np
 from specproof.proofs.errors import SpecproofInputError
 
 from specproof.harness.report.rows import Figure, Hashes, Row
-from specproof.harness.report.schema import bytes_hash, definition_hash, rule_hash
+from specproof.harness.report.schema import bytes_hash, definition_hash, expected_outcome, rule_hash
 from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["TaskSpec", "TaskOutcome", "WhiteboxInput", "whitebox_inputs", "grid_scenarios",
@@ -177,7 +177,8 @@ def _row(kind: str, record: Any, dtype: str | None, input_name: str, *, passed: 
         expected = False
         detail = {**detail, "known_defect": defect}
     return Row(kind, record.name, rule, dtype, input_name, expected, bool(passed),
-               True if defect else bool(passed) if expected else not passed, verdict,
+               expected_outcome({"kind": kind, "passed": passed, "expected_exact": expected, "detail": detail}),
+               verdict,
                Hashes(record.source_hash, _rule_hash(rule), reference_hash(kind), input_hash),
                figures, detail, contract=record.contract, seconds=round(seconds, 3)).to_json()
 
