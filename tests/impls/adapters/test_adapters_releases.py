@@ -15,8 +15,8 @@ import torch
 from specproof.harness import default_suite
 from specproof.harness.check.injection import inject_check, zero_target_scenarios
 from specproof.harness.check.runner import check_verifier
-from specproof.impls.adapters import get_adapter, vllm_mrv2 as mrv2_adapter
-from specproof.impls.runtime_layouts import vllm_mrv2, vllm_v1
+from specproof.impls.adapters import get_adapter, sglang_chain as sglang_chain_adapter, vllm_mrv2 as mrv2_adapter
+from specproof.impls.runtime_layouts import sglang_chain, vllm_mrv2, vllm_v1
 from specproof.proofs.errors import SpecproofInputError
 
 MAX_TV = 0.2
@@ -126,3 +126,40 @@ def test_mrv2_greedy_requests_emit_the_target_argmax_chain():
 def test_mrv2_adapter_refuses_another_layout():
     with pytest.raises(SpecproofInputError, match="MRV2|model runner V2"):
         MRV2.wrap(vllm_v1.rejection_sample)
+
+
+# -- SGLang 0.5.23's chain verifier -------------------------------------------------------------------------
+
+SGLANG_CHAIN = sglang_chain_adapter.ADAPTER
+
+
+def test_sglang_chain_layout_passes_through_its_adapter():
+    result = check_verifier(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), samples=2048,
+                            seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= MAX_TV
+
+
+def test_sglang_chain_zero_coin_is_certain_under_injection():
+    flagged = inject_check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton_le), rows=256, seed=3,
+                           scenarios=injection_scenarios())
+    assert flagged.verdict == "flagged", flagged.summary()
+    assert "target probability 0" in flagged.findings[0].describe()
+    clean = inject_check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), rows=256, seed=3,
+                         scenarios=injection_scenarios())
+    assert clean.verdict == "not-flagged", clean.summary()
+
+
+def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
+    """A rejection whose residual max(p - q, 0) has no positive entry (here a target summing to 1/2, as a
+    mask leaves it): the release emits V - 1, of target probability 0; the canonical layout falls back to p."""
+    p = torch.tensor([0.5, 0.0, 0.0, 0.0])
+    q = torch.tensor([0.5, 0.5, 0.0, 0.0])
+    target = p.expand(64, 2, 4).contiguous()
+    draft = q.expand(64, 1, 4).contiguous()
+    ids = torch.ones((64, 1), dtype=torch.int64)  # p(1) = 0: always rejected
+    released = SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton_last_id)(
+        draft, target, ids, torch.Generator().manual_seed(1))
+    canonical = SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton)(
+        draft, target, ids, torch.Generator().manual_seed(1))
+    assert (released[:, 0] == 3).all() and (canonical[:, 0] == 0).all() and (canonical[:, 1] == -1).all()
