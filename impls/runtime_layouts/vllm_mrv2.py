@@ -31,8 +31,9 @@ Modes (all written here as the kernels compute them, in torch, one request at a 
 
 Randomness: the kernels draw counter-based Philox numbers ``tl.rand(seed, pos)`` and Gumbel keys
 ``tl.rand(randint(seed, pos), token)``; this torch rewrite keys one ``torch.Generator`` per
-``(seed, pos, stream)`` (:func:`counter_uniforms`), so every draw is a function of the request's seed
-and the position, as in the kernels, and torch's draws carry the RNG edges the harness injects.
+``(seed, pos, stream)`` (:func:`specproof.impls.kernels.sampling.counter_uniforms`), so every draw is
+a function of the request's seed and the position, as in the kernels, and torch's draws carry the RNG
+edges the harness injects.
 Entries of ``sampled`` past ``num_sampled`` are ``-1`` here (the kernels leave them unwritten).
 
 Mutant: :func:`rejection_sample_zero_gumbel_key`: Gumbel keys from the unclamped uniform (``tl_rand32``
@@ -48,19 +49,13 @@ import math
 
 import torch
 
-__all__ = ["TL_RAND_MIN", "counter_uniforms", "rejection_sample", "rejection_sample_zero_gumbel_key"]
+from specproof.impls.kernels.sampling import counter_uniforms
+
+__all__ = ["TL_RAND_MIN", "rejection_sample", "rejection_sample_zero_gumbel_key"]
 
 TL_RAND_MIN = 4.6566127342e-10
 """The smallest positive float32 ``tl.rand`` value (``harness.exact.triton_rng_edges``): the kernels' clamp."""
 _ACCEPT_STREAM, _GUMBEL_STREAM = 0, 1
-_MIX = 0x9E3779B97F4A7C15
-
-
-def counter_uniforms(seed: int, pos: int, count: int, stream: int, device) -> torch.Tensor:
-    """``count`` float32 uniforms that depend only on ``(seed, pos, stream)``: the counter-based draws."""
-    key = (int(seed) * _MIX + int(pos) * 4 + stream) % (2**63 - 1)
-    generator = torch.Generator(device=device).manual_seed(key)
-    return torch.rand((count,), dtype=torch.float32, generator=generator, device=device)
 
 
 def _log_probs(logits: torch.Tensor) -> torch.Tensor:

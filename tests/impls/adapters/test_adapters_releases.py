@@ -16,7 +16,7 @@ from specproof.harness import default_suite
 from specproof.harness.check.injection import inject_check, zero_target_scenarios
 from specproof.harness.check.runner import check_verifier
 from specproof.impls.adapters import get_adapter, sglang_chain as sglang_chain_adapter, vllm_mrv2 as mrv2_adapter
-from specproof.impls.runtime_layouts import sglang_chain, vllm_mrv2, vllm_v1
+from specproof.impls.runtime_layouts import flashinfer, sglang_chain, vllm_mrv2, vllm_v1
 from specproof.proofs.errors import SpecproofInputError
 
 MAX_TV = 0.2
@@ -163,3 +163,30 @@ def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
     canonical = SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton)(
         draft, target, ids, torch.Generator().manual_seed(1))
     assert (released[:, 0] == 3).all() and (canonical[:, 0] == 0).all() and (canonical[:, 1] == -1).all()
+
+
+# -- FlashInfer 0.6-0.7's generator API (seed and offset from the generator, or per request) -------------------------------------
+
+def test_flashinfer_seed_offset_layout_passes_through_its_adapter():
+    adapter = get_adapter("flashinfer")
+    assert adapter.form_of(flashinfer.chain_speculative_sampling_seed_offset).label.startswith("FlashInfer 0.2")
+    result = check_verifier(adapter.wrap(flashinfer.chain_speculative_sampling_seed_offset), samples=2048, seed=1,
+                            max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= MAX_TV
+
+
+def test_flashinfer_rows_sharing_one_seed_fail():
+    result = check_verifier(get_adapter("flashinfer").wrap(flashinfer.chain_speculative_sampling_seed_offset_first_seed),
+                            samples=2048, seed=1, inject=False, fail_fast=True, scenarios=two_scenarios())
+    assert not result.passed, result.summary()
+
+
+def test_flashinfer_seed_offset_streams_are_per_request():
+    draft = torch.full((3, 1, 4), 0.25)
+    target = torch.full((3, 2, 4), 0.25)
+    ids = torch.zeros((3, 1), dtype=torch.int32)
+    seeds = torch.tensor([5, 5, 6])
+    a = flashinfer.chain_speculative_sampling_seed_offset(draft, ids, target, seed=seeds, offset=torch.zeros(3))
+    b = flashinfer.chain_speculative_sampling_seed_offset(draft, ids, target, seed=seeds, offset=torch.zeros(3))
+    assert torch.equal(a[0], b[0])  # a function of (seed, offset) alone
