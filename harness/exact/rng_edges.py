@@ -22,7 +22,9 @@ seeded draws).  Two draw kinds:
   ``argmax(w / E)`` with such an ``E`` in ``w``'s dtype (its ``E = 0`` at ``w = 0`` makes ``0/0 = NaN``
   win: torch's own defect, measured by :mod:`specproof.impls.sampler_probe`).
 
-CUDA generators (Philox, different grids) are not modelled: :func:`edge_values` refuses them.
+CUDA's generator (Philox via curand, different grids) is modelled in :mod:`.cuda_rng_edges` and Triton's
+in :mod:`.triton_rng_edges`; :mod:`.edge_models` holds the three as records of one ``EdgeModel``.
+:func:`edge_values` here refuses non-CPU devices.
 
 Layer: harness.exact (1); imports proofs and harness.exact only (never check/ or drift/).
 """

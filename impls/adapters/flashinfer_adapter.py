@@ -8,7 +8,9 @@ positional parameter name:
   float32 (FlashInfer's documented dtype, ``[0, 1)``) from the harness generator;
 - 0.2.x and later (``target_probs`` third, ``generator`` keyword): ``chain_speculative_sampling(
   draft_probs, draft_token_ids, target_probs, ..., generator=generator)``; the harness generator is
-  handed over (the real kernel draws Philox uniforms from a CUDA generator's seed and offset).
+  handed over (the real kernel draws Philox uniforms from a CUDA generator's seed and offset). The
+  same form covers 0.6 to 0.7.x, whose ``seed``/``offset`` keywords (ints or per-request tensors)
+  are left unset: the kernel then reads them from the generator (``get_seed_and_offset``).
 
 Letters: FlashInfer's kernel calls the *draft* probability ``p`` and the *target* ``q`` (accept iff
 ``u * p < q``), swapped against specproof's; its argument names are unambiguous and passed by
@@ -52,7 +54,7 @@ def _build(fn, form):
 ADAPTER = Adapter(
     name="flashinfer", contract="batched",
     runtime="FlashInfer chain_speculative_sampling (flashinfer/sampling.py: 0.1.x with caller-made "
-            "uniform_samples [B, K+1], 0.2.x+ with a generator keyword); its kernel's p is the draft and "
+            "uniform_samples [B, K+1], 0.2.x to 0.7.x with a generator keyword); its kernel's p is the draft and "
             "q the target (accept u*p < q), swapped against specproof's letters",
     randomness="0.1.x: uniforms torch.rand((B, K+1)) float32 drawn from the harness generator; 0.2.x+: the "
                "harness generator passed as generator=",

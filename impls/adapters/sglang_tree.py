@@ -37,7 +37,7 @@ import torch
 
 from specproof.impls.adapters.base import Adapter, SignatureForm
 
-__all__ = ["ADAPTER", "tree_links"]
+__all__ = ["ADAPTER", "SIGNATURE", "call_kernel", "tree_links"]
 
 SIGNATURE = ("predicts", "accept_index", "accept_token_num", "candidates", "retrive_index",
              "retrive_next_token", "retrive_next_sibling", "uniform_samples",
@@ -62,29 +62,34 @@ def tree_links(parents: list[int]) -> tuple[list[int], list[int], int]:
     return next_token, next_sibling, max(depth)
 
 
+def call_kernel(fn, parents: list[int], node_tokens, target_probs, draft_probs, generator):
+    """Run an sgl-kernel-signature verifier ``fn`` on one round (module docstring's conversion) with the
+    ``draft_probs`` handed to it; the emitted tokens ``[B, D+1]`` int64, ``-1`` after the path."""
+    batch, slots, vocab = target_probs.shape
+    device = target_probs.device
+    next_token, next_sibling, depth = tree_links(parents)
+    links = dict(dtype=torch.int64, device=device)
+    candidates = torch.cat([torch.zeros(batch, 1, **links), node_tokens.to(torch.int64)], dim=1)
+    retrive_index = torch.arange(batch * slots, **links).reshape(batch, slots)
+    retrive_next_token = torch.tensor(next_token, **links).expand(batch, slots).contiguous()
+    retrive_next_sibling = torch.tensor(next_sibling, **links).expand(batch, slots).contiguous()
+    uniforms = torch.rand((batch, slots), dtype=torch.float32, device=device, generator=generator)
+    final = torch.rand((batch,), dtype=torch.float32, device=device, generator=generator)
+    predicts = torch.zeros(batch * slots, dtype=torch.int32, device=device)
+    accept_index = torch.full((batch, depth + 1), -1, dtype=torch.int32, device=device)
+    accept_token_num = torch.zeros(batch, dtype=torch.int32, device=device)
+    fn(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+       retrive_next_sibling, uniforms, final, target_probs.contiguous(), draft_probs.contiguous(), 1.0, 1.0, True)
+    position = torch.arange(depth + 1, device=device)
+    on_path = position <= accept_token_num.to(torch.int64).unsqueeze(-1)
+    slot_of = accept_index.to(torch.int64).clamp(min=0, max=batch * slots - 1)
+    return torch.where(on_path, predicts.to(torch.int64)[slot_of], -1)
+
+
 def _build(fn, form):
     def verify(parents, draft_probs, target_probs, node_tokens, generator):
-        batch, slots, vocab = target_probs.shape
-        device = target_probs.device
         parent_list = [int(p) for p in torch.as_tensor(parents).reshape(-1).tolist()]
-        next_token, next_sibling, depth = tree_links(parent_list)
-        links = dict(dtype=torch.int64, device=device)
-        candidates = torch.cat([torch.zeros(batch, 1, **links), node_tokens.to(torch.int64)], dim=1)
-        retrive_index = torch.arange(batch * slots, **links).reshape(batch, slots)
-        retrive_next_token = torch.tensor(next_token, **links).expand(batch, slots).contiguous()
-        retrive_next_sibling = torch.tensor(next_sibling, **links).expand(batch, slots).contiguous()
-        uniforms = torch.rand((batch, slots), dtype=torch.float32, device=device, generator=generator)
-        final = torch.rand((batch,), dtype=torch.float32, device=device, generator=generator)
-        predicts = torch.zeros(batch * slots, dtype=torch.int32, device=device)
-        accept_index = torch.full((batch, depth + 1), -1, dtype=torch.int32, device=device)
-        accept_token_num = torch.zeros(batch, dtype=torch.int32, device=device)
-        fn(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-           retrive_next_sibling, uniforms, final, target_probs.contiguous(), torch.zeros_like(target_probs),
-           1.0, 1.0, True)
-        position = torch.arange(depth + 1, device=device)
-        on_path = position <= accept_token_num.to(torch.int64).unsqueeze(-1)
-        slot_of = accept_index.to(torch.int64).clamp(min=0, max=batch * slots - 1)
-        return torch.where(on_path, predicts.to(torch.int64)[slot_of], -1)
+        return call_kernel(fn, parent_list, node_tokens, target_probs, torch.zeros_like(target_probs), generator)
 
     return verify
 

@@ -22,7 +22,18 @@ from __future__ import annotations
 import torch
 
 __all__ = ["correction_weights", "draw_multinomial", "draw_exponential_race", "race_winner",
-           "draw_inverse_cdf"]
+           "draw_inverse_cdf", "counter_uniforms"]
+
+_MIX = 0x9E3779B97F4A7C15
+
+
+def counter_uniforms(seed: int, offset: int, count: int, stream: int, device) -> torch.Tensor:
+    """``count`` float32 uniforms that depend only on ``(seed, offset, stream)``: a torch stand-in for a
+    counter-based generator (Philox keyed by a seed, counted by an offset), one ``torch.Generator`` per key,
+    so the draws are torch draws (the harness's RNG edge injection reaches them)."""
+    key = (int(seed) * _MIX + int(offset) * 4099 + int(stream)) % (2**63 - 1)
+    generator = torch.Generator(device=device).manual_seed(key)
+    return torch.rand((count,), dtype=torch.float32, generator=generator, device=device)
 
 
 def correction_weights(target_row: torch.Tensor, draft_row: torch.Tensor,

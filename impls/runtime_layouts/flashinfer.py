@@ -15,6 +15,12 @@ Two API generations (``flashinfer/sampling.py``):
           maybe_output_accepted_token_num=None, maybe_output_emitted_draft_token_num=None,
           deterministic=True, generator=None, seed=None, offset=None) -> (same triple)
 
+  From 0.6 to 0.7.x (a JIT CUDA module, no CPU path) ``seed`` and ``offset`` may be ints or per-request
+  ``[B]`` tensors; without them ``get_seed_and_offset`` reads the CUDA generator's Philox ``(seed,
+  offset)`` and advances its offset. Request ``b``'s uniforms come from Philox keyed by its seed, with
+  subsequence ``b`` and its offset: :func:`chain_speculative_sampling_seed_offset` models them with
+  :func:`~specproof.impls.kernels.sampling.counter_uniforms` (``stream = b``).
+
 Letters are swapped against specproof's: in FlashInfer's kernel ``p`` is the *draft* probability and
 ``q`` the *target* one (accept iff ``u * p < q``). Below the kernel's letters are used.
 
@@ -31,6 +37,10 @@ Mutants:
 - :func:`chain_speculative_sampling_reused_uniform`: the final draw's needle is the rejected test's own
   uniform ``u_n`` (conditioned to ``u_n >= q/p``), a model of the uniform reuse fixed by
   flashinfer-ai/flashinfer#424 ("use unique uniform samples"); biases the correction towards late ids.
+- :func:`chain_speculative_sampling_seed_offset_first_seed`: per-request ``seed``/``offset`` read as
+  scalars (element 0) and one Philox subsequence for the whole batch (the request index dropped from
+  the key): every request draws the same uniforms (the "seeded rows share their noise" class of
+  runtimes' seed bugs); each row's law is exact, the rows are not independent.
 - :func:`chain_speculative_sampling_empty_residual_last`: an all-zero residual emits id ``V - 1``
   (the kernel's ``sampled_id`` starts at ``d - 1`` and no prefix sum exceeds ``u * 0``), as in the
   ``ChainSpeculativeSampling`` CUDA source read; ``V - 1`` may have target probability 0.
@@ -43,9 +53,10 @@ from __future__ import annotations
 import torch
 
 from specproof.impls.kernels.rounds import assemble_emitted, drafted_probs, leading_accepts, rows_at
-from specproof.impls.kernels.sampling import correction_weights, draw_inverse_cdf
+from specproof.impls.kernels.sampling import correction_weights, counter_uniforms, draw_inverse_cdf
 
 __all__ = ["chain_speculative_sampling", "chain_speculative_sampling_generator",
+           "chain_speculative_sampling_seed_offset", "chain_speculative_sampling_seed_offset_first_seed",
            "chain_speculative_sampling_reused_uniform", "chain_speculative_sampling_empty_residual_last"]
 
 
@@ -130,3 +141,43 @@ def chain_speculative_sampling_empty_residual_last(draft_probs, draft_token_ids,
     """Bug (the kernel's ``sampled_id = d - 1`` start): an all-zero residual emits id ``V - 1``."""
     result = _chain(draft_probs, draft_token_ids, uniform_samples, target_probs, _unique_needle, _last_id)
     return _counters(result, maybe_output_accepted_token_num, maybe_output_emitted_token_num)
+
+
+def _per_request(value, batch: int) -> list[int]:
+    """An int or a ``[B]`` tensor of seeds/offsets as ``B`` ints."""
+    if isinstance(value, torch.Tensor) and value.numel() > 1:
+        return [int(v) for v in value.reshape(-1).tolist()]
+    return [int(value)] * batch
+
+
+def _seed_offset_uniforms(draft_probs, generator, seed, offset, shared_stream: bool) -> torch.Tensor:
+    batch, drafts, _ = draft_probs.shape
+    device = draft_probs.device
+    if seed is None or offset is None:  # the generator's (seed, offset), as get_seed_and_offset reads it
+        seed, offset = torch.randint(0, 2**62, (2,), generator=generator, device=device).tolist()
+    seeds, offsets = _per_request(seed, batch), _per_request(offset, batch)
+    if shared_stream:
+        seeds, offsets = [seeds[0]] * batch, [offsets[0]] * batch
+    rows = [counter_uniforms(seeds[b], offsets[b], drafts + 1, 0 if shared_stream else b, device)
+            for b in range(batch)]
+    return torch.stack(rows)
+
+
+def chain_speculative_sampling_seed_offset(draft_probs, draft_token_ids, target_probs,
+                                           maybe_output_accepted_token_num=None,
+                                           maybe_output_emitted_draft_token_num=None, deterministic=True,
+                                           generator=None, seed=None, offset=None):
+    """Canonical round in FlashInfer 0.6-0.7's layout: per-request Philox streams keyed by ``seed``/``offset``."""
+    uniforms = _seed_offset_uniforms(draft_probs, generator, seed, offset, shared_stream=False)
+    result = _chain(draft_probs, draft_token_ids, uniforms, target_probs, _unique_needle, None)
+    return _counters(result, maybe_output_accepted_token_num, maybe_output_emitted_draft_token_num)
+
+
+def chain_speculative_sampling_seed_offset_first_seed(draft_probs, draft_token_ids, target_probs,
+                                                      maybe_output_accepted_token_num=None,
+                                                      maybe_output_emitted_draft_token_num=None,
+                                                      deterministic=True, generator=None, seed=None, offset=None):
+    """Bug (seeded rows sharing their noise): element 0 of ``seed``/``offset`` and one stream for all rows."""
+    uniforms = _seed_offset_uniforms(draft_probs, generator, seed, offset, shared_stream=True)
+    result = _chain(draft_probs, draft_token_ids, uniforms, target_probs, _unique_needle, None)
+    return _counters(result, maybe_output_accepted_token_num, maybe_output_emitted_draft_token_num)

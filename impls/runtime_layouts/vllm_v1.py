@@ -30,6 +30,14 @@ Mutants (each the canonical code with one change):
   ignored (vllm-project/vllm#6038 "speculative decoding does not respect per-request seed", fixed
   for v0 by #6034; #17509 for V1's unseeded requests). The law is exact; same-seeded runs differ.
 
+vLLM 0.33 (December 2026 release line, 0.33.x): ``rejection_sample`` takes the processed target
+**logits** in the sixth argument (``target_logits [T, V]``) and applies the softmax itself (float32).
+:func:`rejection_sample_target_logits` is the canonical round in that layout (softmax of the float32
+logits, then the same strict test and race); its mutant
+:func:`rejection_sample_target_logits_float64_ge` keeps the 0.33 release's own comparison
+``target/draft >= u`` with float64 uniforms, so ``u == 0`` (``2^-53`` per draw on CPU) accepts a
+probability-0 draft: the float32 ``u == 0`` bug above, made 2^29 times rarer but not removed.
+
 Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
@@ -40,7 +48,8 @@ import torch
 from specproof.impls.kernels.sampling import correction_weights, race_winner
 
 __all__ = ["PLACEHOLDER_TOKEN_ID", "rejection_sample", "rejection_sample_float32_ge",
-           "rejection_sample_seeds_ignored", "request_uniforms", "request_exponentials"]
+           "rejection_sample_seeds_ignored", "rejection_sample_target_logits",
+           "rejection_sample_target_logits_float64_ge", "request_uniforms", "request_exponentials"]
 
 PLACEHOLDER_TOKEN_ID = -1
 
@@ -146,3 +155,27 @@ def rejection_sample_seeds_ignored(draft_token_ids, num_draft_tokens, max_spec_l
     keys = request_exponentials(num_draft_tokens, target_probs.shape[-1], {}, target_probs.device)
     return _sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs,
                    target_probs, bonus_token_ids, uniforms, keys, _accept_ratio_gt)
+
+
+def _target_softmax(target_logits: torch.Tensor) -> torch.Tensor:
+    """vLLM 0.33's softmax of the processed target logits, in float32 (``-inf`` logits give exactly 0)."""
+    return target_logits.to(torch.float32).softmax(dim=-1)
+
+
+def rejection_sample_target_logits(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
+                                   draft_probs, target_logits, bonus_token_ids, sampling_metadata):
+    """Canonical round in vLLM 0.33's layout: target logits in, float32 softmax inside, strict ``p/q > u``."""
+    return rejection_sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
+                            draft_probs.to(torch.float32), _target_softmax(target_logits), bonus_token_ids,
+                            sampling_metadata)
+
+
+def rejection_sample_target_logits_float64_ge(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
+                                              draft_probs, target_logits, bonus_token_ids, sampling_metadata):
+    """Bug (vLLM 0.33 as released): float64 uniforms and ``p/q >= u`` after the softmax inside."""
+    target_probs = _target_softmax(target_logits)
+    generators = sampling_metadata.generators
+    uniforms = request_uniforms(draft_token_ids.shape[0], num_draft_tokens, generators, target_probs.device)
+    keys = request_exponentials(num_draft_tokens, target_probs.shape[-1], generators, target_probs.device)
+    return _sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
+                   draft_probs.to(torch.float32), target_probs, bonus_token_ids, uniforms, keys, _accept_ratio_ge)

@@ -1,0 +1,48 @@
+"""Adapter ``sglang-chain``: SGLang's chain verifier ``chain_speculative_sampling_triton`` behind the
+batched contract.
+
+Follows SGLang 0.5.21 to 0.5.23's Triton classic chain verifier (``topk = 1`` drafts), which takes the
+target-only tree kernel's arguments (:mod:`.sglang_tree`'s signature and conversion, with the chain
+``parents = -1, 0, .., K-2``). Letters: ``target_probs`` is the target (specproof's ``p``),
+``draft_probs`` the draft (``q``); no swap. Conversion of one harness round ``[B, K, V]``:
+
+- ``candidates [B, K+1]``: root token 0 (never emitted), then the drafts; ``retrive_index[b, s] =
+  b (K+1) + s``; the ``next``/``sibling`` links of the chain (not read by the chain kernel);
+- ``target_probs [B, K+1, V]`` and ``draft_probs [B, K, V]`` as given (the dtype under test);
+- ``uniform_samples [B, K+1]`` and ``uniform_samples_for_final_sampling [B]`` float32 from the harness
+  generator (``torch.rand``), as SGLang's caller draws them; thresholds ``1.0``, ``deterministic=True``;
+- the emitted tokens ``predicts[accept_index[b, j]]`` for ``j <= accept_token_num[b]``, then ``-1``.
+
+Not followed: the ``block`` variant of 0.5.23's chain verifier (its source was not available to this
+adapter's author), and ``chain_speculative_sampling_from_logits_triton`` (target logits and
+temperatures in).
+
+Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
+"""
+
+from __future__ import annotations
+
+from specproof.impls.adapters.base import Adapter, SignatureForm
+from specproof.impls.adapters.sglang_tree import SIGNATURE, call_kernel
+from specproof.impls.contract import check_round
+
+__all__ = ["ADAPTER"]
+
+
+def _build(fn, form):
+    def verify(draft_probs, target_probs, draft_token_ids, generator):
+        shape = check_round(draft_probs, target_probs, draft_token_ids, generator=generator)
+        chain = list(range(-1, shape.drafts - 1))
+        return call_kernel(fn, chain, draft_token_ids, target_probs, draft_probs, generator)
+
+    return verify
+
+
+ADAPTER = Adapter(
+    name="sglang-chain", contract="batched",
+    runtime="SGLang chain_speculative_sampling_triton (0.5.21 to 0.5.23, classic Triton chain kernel for "
+            "topk = 1, called with the tree kernel's arguments: candidates / retrive_index, caller coins, "
+            "coin * q < p, inverse CDF of max(p - q, 0); target_probs = target p, draft_probs = draft q)",
+    randomness="uniform_samples [B, K+1] and uniform_samples_for_final_sampling [B] float32 drawn from the "
+               "harness generator",
+    forms=(SignatureForm("SGLang chain_speculative_sampling_triton", SIGNATURE),), build=_build)

@@ -1,0 +1,192 @@
+"""Today's releases (December 2026) in their own layouts: vLLM 0.33's rejection_sample (target logits in,
+softmax inside) and vLLM model runner V2's rejection_sample (log-space test, block verification, Gumbel
+resampling).  Each canonical layout passes check_verifier through its adapter; each mutant of a historic
+or shipped bug is flagged under RNG edge injection, where the canonical layout is not.
+
+Power: 2048 rows on two scenarios per check (the PASS asserts the detectable TV it reaches).
+MRV2's layout runs one request at a time (its kernels' program order), so its checks use fewer rows.
+"""
+
+import functools
+
+import pytest
+import torch
+
+from specproof.harness import default_suite
+from specproof.harness.check.injection import inject_check, zero_target_scenarios
+from specproof.harness.check.runner import check_verifier
+from specproof.impls.adapters import get_adapter, sglang_chain as sglang_chain_adapter, vllm_mrv2 as mrv2_adapter
+from specproof.impls.runtime_layouts import flashinfer, sglang_chain, vllm_mrv2, vllm_v1
+from specproof.proofs.errors import SpecproofInputError
+
+MAX_TV = 0.2
+MRV2 = mrv2_adapter.ADAPTER
+
+
+def two_scenarios():
+    names = {"prefix-dependent V4 K2", "disjoint supports"}
+    return [s for s in default_suite() if s.name in names]
+
+
+def injection_scenarios():
+    return [s for s in zero_target_scenarios("float32") if s.name == "disjoint supports"]
+
+
+def test_vllm_033_logits_layout_passes_through_the_vllm_v1_adapter():
+    verify = get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample_target_logits)
+    result = check_verifier(verify, samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False,
+                            scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= MAX_TV
+
+
+def test_vllm_033_logits_form_hands_log_probabilities():
+    seen = {}
+
+    def rejection_sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs,
+                         target_logits, bonus_token_ids, sampling_metadata):
+        seen["logits"] = target_logits
+        return vllm_v1.rejection_sample_target_logits(draft_token_ids, num_draft_tokens, max_spec_len,
+                                                      cu_num_draft_tokens, draft_probs, target_logits,
+                                                      bonus_token_ids, sampling_metadata)
+
+    target = torch.tensor([[[0.5, 0.5, 0.0]] * 2])
+    draft = torch.tensor([[[0.25, 0.25, 0.5]]])
+    out = get_adapter("vllm-v1").wrap(rejection_sample)(draft, target, torch.tensor([[2]]),
+                                                        torch.Generator().manual_seed(0))
+    assert seen["logits"][0, 2] == -torch.inf and torch.allclose(seen["logits"][0, :2].exp(), torch.tensor(0.5))
+    assert out.shape == (1, 2) and out[0, 0].item() in (0, 1)  # the draft 2 has p = 0: never accepted
+
+
+def test_vllm_033_release_comparison_is_certain_under_injection():
+    """0.33 as released: float64 u, ``p/q >= u``: u == 0 (2^-53 per draw) accepts a probability-0 draft."""
+    adapter = get_adapter("vllm-v1")
+    flagged = inject_check(adapter.wrap(vllm_v1.rejection_sample_target_logits_float64_ge), rows=256, seed=3,
+                           scenarios=injection_scenarios())
+    assert flagged.verdict == "flagged", flagged.summary()
+    assert "target probability 0" in flagged.findings[0].describe() and "float64" in flagged.findings[0].describe()
+    clean = inject_check(adapter.wrap(vllm_v1.rejection_sample_target_logits), rows=256, seed=3,
+                         scenarios=injection_scenarios())
+    assert clean.verdict == "not-flagged", clean.summary()
+
+
+@pytest.mark.parametrize("mode", ["standard", "block"])
+def test_mrv2_layout_passes_through_its_adapter(mode):
+    fn = vllm_mrv2.rejection_sample
+    if mode == "block":
+        fn = functools.partial(fn, use_block_verification=True)
+    result = check_verifier(MRV2.wrap(fn), samples=1024, seed=1, max_detectable_tv=MAX_TV, inject=False,
+                            scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= MAX_TV
+
+
+def test_mrv2_synthetic_mode_is_lossy_by_design():
+    rates = torch.tensor([0.9, 0.9])
+    fn = functools.partial(vllm_mrv2.rejection_sample, synthetic_conditional_rates=rates)
+    result = check_verifier(MRV2.wrap(fn), samples=1024, seed=1, inject=False, fail_fast=True,
+                            scenarios=[s for s in default_suite() if s.name == "disjoint supports"])
+    assert not result.passed
+
+
+def test_mrv2_unclamped_gumbel_key_is_certain_under_injection():
+    flagged = inject_check(MRV2.wrap(vllm_mrv2.rejection_sample_zero_gumbel_key), rows=128, seed=3,
+                           scenarios=injection_scenarios())
+    assert flagged.verdict == "flagged", flagged.summary()
+    assert "target probability 0" in flagged.findings[0].describe()
+    clean = inject_check(MRV2.wrap(vllm_mrv2.rejection_sample), rows=128, seed=3, scenarios=injection_scenarios())
+    assert clean.verdict == "not-flagged", clean.summary()
+
+
+def test_mrv2_inputs_follow_the_kernels_layout():
+    g = torch.Generator().manual_seed(0)
+    draft = torch.full((2, 2, 3), 1 / 3)
+    target = torch.tensor([[0.5, 0.5, 0.0]]).expand(2, 3, 3).contiguous()
+    ids = torch.tensor([[0, 1], [2, 0]])
+    args = mrv2_adapter.mrv2_inputs(draft, target, ids, g)
+    assert args["draft_sampled"].tolist() == [0, 0, 1, 0, 2, 0]  # row 0 of each request precedes its drafts
+    assert args["cu_num_logits"].tolist() == [0, 3, 6] and args["pos"].tolist() == [0, 1, 2, 0, 1, 2]
+    assert args["expanded_idx_mapping"].tolist() == [0, 0, 0, 1, 1, 1]
+    assert args["target_logits"].shape == (6, 3) and args["target_logits"][0, 2] == -torch.inf
+    assert args["draft_logits"].shape == (2, 2, 3) and args["num_speculative_steps"] == 2
+    sampled, num_sampled = vllm_mrv2.rejection_sample(**args)
+    assert sampled.dtype == torch.int64 and num_sampled.dtype == torch.int32
+    assert all(sampled[r, num_sampled[r]:].eq(-1).all() for r in range(2))
+
+
+def test_mrv2_greedy_requests_emit_the_target_argmax_chain():
+    draft = torch.full((1, 2, 3), 1 / 3)
+    target = torch.tensor([[[0.2, 0.7, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]])
+    args = mrv2_adapter.mrv2_inputs(draft, target, torch.tensor([[1, 2]]), torch.Generator().manual_seed(0))
+    args["temperature"] = torch.zeros(1)
+    sampled, num_sampled = vllm_mrv2.rejection_sample(**args)
+    assert sampled[0, :num_sampled[0]].tolist() == [1, 0]  # draft 1 is the argmax; draft 2 is not: 0 instead
+
+
+def test_mrv2_adapter_refuses_another_layout():
+    with pytest.raises(SpecproofInputError, match="MRV2|model runner V2"):
+        MRV2.wrap(vllm_v1.rejection_sample)
+
+
+# -- SGLang 0.5.23's chain verifier -------------------------------------------------------------------------
+
+SGLANG_CHAIN = sglang_chain_adapter.ADAPTER
+
+
+def test_sglang_chain_layout_passes_through_its_adapter():
+    result = check_verifier(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), samples=2048,
+                            seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= MAX_TV
+
+
+def test_sglang_chain_zero_coin_is_certain_under_injection():
+    flagged = inject_check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton_le), rows=256, seed=3,
+                           scenarios=injection_scenarios())
+    assert flagged.verdict == "flagged", flagged.summary()
+    assert "target probability 0" in flagged.findings[0].describe()
+    clean = inject_check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), rows=256, seed=3,
+                         scenarios=injection_scenarios())
+    assert clean.verdict == "not-flagged", clean.summary()
+
+
+def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
+    """A rejection whose residual max(p - q, 0) has no positive entry (here a target summing to 1/2, as a
+    mask leaves it): the release emits V - 1, of target probability 0; the canonical layout falls back to p."""
+    p = torch.tensor([0.5, 0.0, 0.0, 0.0])
+    q = torch.tensor([0.5, 0.5, 0.0, 0.0])
+    target = p.expand(64, 2, 4).contiguous()
+    draft = q.expand(64, 1, 4).contiguous()
+    ids = torch.ones((64, 1), dtype=torch.int64)  # p(1) = 0: always rejected
+    released = SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton_last_id)(
+        draft, target, ids, torch.Generator().manual_seed(1))
+    canonical = SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton)(
+        draft, target, ids, torch.Generator().manual_seed(1))
+    assert (released[:, 0] == 3).all() and (canonical[:, 0] == 0).all() and (canonical[:, 1] == -1).all()
+
+
+# -- FlashInfer 0.6-0.7's generator API (seed and offset from the generator, or per request) -------------------------------------
+
+def test_flashinfer_seed_offset_layout_passes_through_its_adapter():
+    adapter = get_adapter("flashinfer")
+    assert adapter.form_of(flashinfer.chain_speculative_sampling_seed_offset).label.startswith("FlashInfer 0.2")
+    result = check_verifier(adapter.wrap(flashinfer.chain_speculative_sampling_seed_offset), samples=2048, seed=1,
+                            max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert result.detectable_tv <= MAX_TV
+
+
+def test_flashinfer_rows_sharing_one_seed_fail():
+    result = check_verifier(get_adapter("flashinfer").wrap(flashinfer.chain_speculative_sampling_seed_offset_first_seed),
+                            samples=2048, seed=1, inject=False, fail_fast=True, scenarios=two_scenarios())
+    assert not result.passed, result.summary()
+
+
+def test_flashinfer_seed_offset_streams_are_per_request():
+    draft = torch.full((3, 1, 4), 0.25)
+    target = torch.full((3, 2, 4), 0.25)
+    ids = torch.zeros((3, 1), dtype=torch.int32)
+    seeds = torch.tensor([5, 5, 6])
+    a = flashinfer.chain_speculative_sampling_seed_offset(draft, ids, target, seed=seeds, offset=torch.zeros(3))
+    b = flashinfer.chain_speculative_sampling_seed_offset(draft, ids, target, seed=seeds, offset=torch.zeros(3))
+    assert torch.equal(a[0], b[0])  # a function of (seed, offset) alone
