@@ -29,15 +29,17 @@ from specproof.proofs.errors import SpecproofInputError
 
 __all__ = ["Adapter", "SignatureForm", "ADAPTER_NAMES", "get_adapter", "adapters"]
 
-ADAPTER_NAMES = ("vllm-v1", "vllm-v0", "flashinfer", "transformers", "sglang-tree")
+ADAPTER_NAMES = ("vllm-v1", "vllm-v0", "vllm-mrv2", "flashinfer", "transformers", "sglang-chain", "sglang-tree")
 
 
 def adapters() -> dict[str, Adapter]:
     """Every adapter by name, in :data:`ADAPTER_NAMES` order."""
-    from specproof.impls.adapters import flashinfer_adapter, sglang_tree, transformers_adapter, vllm_v0, vllm_v1
+    from specproof.impls.adapters import (flashinfer_adapter, sglang_chain, sglang_tree, transformers_adapter, vllm_mrv2,
+                                          vllm_v0, vllm_v1)
 
     found = {module.ADAPTER.name: module.ADAPTER
-             for module in (vllm_v1, vllm_v0, flashinfer_adapter, transformers_adapter, sglang_tree)}
+             for module in (vllm_v1, vllm_v0, vllm_mrv2, flashinfer_adapter, transformers_adapter, sglang_chain,
+                            sglang_tree)}
     return {name: found[name] for name in ADAPTER_NAMES}
 
 

@@ -17,7 +17,8 @@ LAYOUT = {"vllm-v1": vllm_v1.rejection_sample, "vllm-v0": vllm_v0.forward,
 
 
 def test_the_five_adapters_are_registered_with_their_documentation():
-    assert ADAPTER_NAMES == ("vllm-v1", "vllm-v0", "flashinfer", "transformers", "sglang-tree")
+    assert ADAPTER_NAMES == ("vllm-v1", "vllm-v0", "vllm-mrv2", "flashinfer", "transformers", "sglang-chain",
+                             "sglang-tree")
     assert list(adapters()) == list(ADAPTER_NAMES)
     for name in ADAPTER_NAMES:
         adapter = get_adapter(name)

@@ -1,6 +1,6 @@
 """Today's releases (December 2026) in their own layouts: vLLM 0.33's rejection_sample (target logits in,
 softmax inside) and vLLM model runner V2's rejection_sample (log-space test, block verification, Gumbel
-resampling).  Each canonical layout passes check_verifier through its adapter; each mutant of a historic
+resampling).  Each canonical layout passes the check through its adapter; each mutant of a historic
 or shipped bug is flagged under RNG edge injection, where the canonical layout is not.
 
 Power: 2048 rows on two scenarios per check (the PASS asserts the detectable TV it reaches).
@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from specproof.harness import default_suite
-from specproof.harness.check.injection import inject_check, zero_target_scenarios
-from specproof.harness.check.runner import check_verifier
+from specproof.harness.check.contracts.batched import zero_target_scenarios
+from specproof.harness.check.injection import inject_check
+from specproof.harness.check.driver import check
 from specproof.impls.adapters import get_adapter, sglang_chain as sglang_chain_adapter, vllm_mrv2 as mrv2_adapter
 from specproof.impls.runtime_layouts import flashinfer, sglang_chain, vllm_mrv2, vllm_v1
 from specproof.proofs.errors import SpecproofInputError
@@ -34,7 +35,7 @@ def injection_scenarios():
 
 def test_vllm_033_logits_layout_passes_through_the_vllm_v1_adapter():
     verify = get_adapter("vllm-v1").wrap(vllm_v1.rejection_sample_target_logits)
-    result = check_verifier(verify, samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False,
+    result = check(verify, samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False,
                             scenarios=two_scenarios())
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
@@ -75,7 +76,7 @@ def test_mrv2_layout_passes_through_its_adapter(mode):
     fn = vllm_mrv2.rejection_sample
     if mode == "block":
         fn = functools.partial(fn, use_block_verification=True)
-    result = check_verifier(MRV2.wrap(fn), samples=1024, seed=1, max_detectable_tv=MAX_TV, inject=False,
+    result = check(MRV2.wrap(fn), samples=1024, seed=1, max_detectable_tv=MAX_TV, inject=False,
                             scenarios=two_scenarios())
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
@@ -84,7 +85,7 @@ def test_mrv2_layout_passes_through_its_adapter(mode):
 def test_mrv2_synthetic_mode_is_lossy_by_design():
     rates = torch.tensor([0.9, 0.9])
     fn = functools.partial(vllm_mrv2.rejection_sample, synthetic_conditional_rates=rates)
-    result = check_verifier(MRV2.wrap(fn), samples=1024, seed=1, inject=False, fail_fast=True,
+    result = check(MRV2.wrap(fn), samples=1024, seed=1, inject=False, fail_fast=True,
                             scenarios=[s for s in default_suite() if s.name == "disjoint supports"])
     assert not result.passed
 
@@ -134,7 +135,7 @@ SGLANG_CHAIN = sglang_chain_adapter.ADAPTER
 
 
 def test_sglang_chain_layout_passes_through_its_adapter():
-    result = check_verifier(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), samples=2048,
+    result = check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), samples=2048,
                             seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
@@ -170,14 +171,14 @@ def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
 def test_flashinfer_seed_offset_layout_passes_through_its_adapter():
     adapter = get_adapter("flashinfer")
     assert adapter.form_of(flashinfer.chain_speculative_sampling_seed_offset).label.startswith("FlashInfer 0.2")
-    result = check_verifier(adapter.wrap(flashinfer.chain_speculative_sampling_seed_offset), samples=2048, seed=1,
+    result = check(adapter.wrap(flashinfer.chain_speculative_sampling_seed_offset), samples=2048, seed=1,
                             max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
 
 
 def test_flashinfer_rows_sharing_one_seed_fail():
-    result = check_verifier(get_adapter("flashinfer").wrap(flashinfer.chain_speculative_sampling_seed_offset_first_seed),
+    result = check(get_adapter("flashinfer").wrap(flashinfer.chain_speculative_sampling_seed_offset_first_seed),
                             samples=2048, seed=1, inject=False, fail_fast=True, scenarios=two_scenarios())
     assert not result.passed, result.summary()
 
