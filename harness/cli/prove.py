@@ -71,6 +71,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--accept-bounded", action="store_true",
                         help="count BOUNDED as the expected verdict of an exact claim (exit 0)")
     parser.add_argument("--no-drift", action="store_true", help="skip the worst-case drift of refuted rules")
+    parser.add_argument("--show-trace", action="store_true",
+                        help="print each user rule's traced graph (what is proved) before its verdict")
     parser.set_defaults(handler=run)
     return parser
 
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     entries = list(catalogue()) if args.all else []
     seen = {e.name for e in entries}
     for spec in args.rule:  # resolve every rule before proving anything: usage errors come first
-        entry = resolve_rule(spec)
+        entry = resolve_rule(spec, args.timeout)
         if entry.name not in seen:
             entries.append(entry)
             seen.add(entry.name)
@@ -123,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
     results: list[ProofResult] = []
     print(HEADER, flush=True)
     for entry in entries:
+        if args.show_trace and entry.trace is not None:
+            print(f"trace of {entry.name} (every engine evaluates this graph, not the rule's code):")
+            print("\n".join(f"    {line}" for line in entry.trace.show().splitlines()), flush=True)
         result = prove_entry(entry, settings)
         results.append(result)
         print("\n".join(_lines(result, args.accept_bounded)), flush=True)
