@@ -243,11 +243,20 @@ class Graph:
         lines = []
         for i in live:
             n = self.nodes[i]
-            body = (f"const {n.value}" if n.op == "const" else f"input {n.name}" if n.op == "input"
+            body = (f"const {_shown(n.value)}" if n.op == "const" else f"input {n.name}" if n.op == "input"
                     else f"{n.op}({', '.join(f'%{a}' for a in n.args)})")
             lines.append(f"%{i} = {body}  : {n.kind}{' vector' if n.vector else ''}")
         lines += [f"{name} = %{at}" for name, at in self.roots.items()]
         return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    """A constant as text; one over 60 digits (or past the int-digit limit) by its size."""
+    f = Fraction(value)
+    if max(f.numerator.bit_length(), f.denominator.bit_length()) <= 196:
+        return str(value)
+    return (f"<exact {'-' if f < 0 else ''}{f.numerator.bit_length()}-bit / {f.denominator.bit_length()}-bit "
+            f"rational, hex {hex(f.numerator)[:18]}...>")
 
 
 def _reachable(nodes: tuple[Node, ...] | list[Node], root: int) -> set[int]:
