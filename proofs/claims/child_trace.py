@@ -71,7 +71,7 @@ class TracedFile(dict):
 def _trusted_roots() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    roots.add(str(Path(__file__).resolve().parents[2]))  # specproof itself
+    roots.add(str(Path(__file__).resolve().parents[1]) + "/")  # specproof.proofs itself
     return tuple(sorted(roots))
 
 

@@ -343,7 +343,8 @@ def _trace_one(rule: str, part: str, fn: Callable[..., Any], builder: GraphBuild
     if found is None and isinstance(out, (int, Fraction)) and not isinstance(out, bool) and result_kind == NUMBER:
         return builder.const(exact_constant(out))
     if found is None or found[2] is not session or found[1] != result_kind:
-        got = f"a {found[1]}" if found is not None else f"a {type(out).__name__}"
+        got = (f"a {type(out).__name__}" if found is None else
+               f"a {found[1]} computed in another call" if found[2] is not session else f"a {found[1]}")
         fix = {NUMBER: "return a number built with Arith operations (a condition becomes a number with "
                        "ar.select(cond, ar.one, ar.zero))",
                CONDITION: "return a condition (ar.lt, ar.le, ar.eq, ar.select of conditions)"}[result_kind]
