@@ -1,8 +1,9 @@
 """Load a Python object named on the command line: ``package.module:name`` or ``path/to/file.py:name``.
 
-Shared by ``specproof prove --rule`` and ``specproof check TARGET``.  Every failure (bad spec, missing
+Shared by ``specproof check TARGET`` (in its own process) and ``specproof prove --rule``, whose file
+is imported only inside the child of :mod:`.child_trace`.  Every failure (bad spec, missing
 file, an import that raises or calls ``sys.exit``, a missing name) is a :class:`SpecproofInputError`
-naming ``argument``.  The object's module is imported and executed with the user's rights.  A file's
+naming ``argument`` (and, for an import that raises, the file's line: :func:`line_in`).  The object's module is imported and executed with the user's rights.  A file's
 folder is put first on ``sys.path`` (as ``python path/to/file.py`` would), so it can import its
 neighbours.
 
