@@ -4,7 +4,8 @@
     specproof prove --rule canonical --rule path/to/my_rules.py:my_rule [--json PATH]
 
 Prints a header, then one line per rule (name, claim, verdict, scope, whether it is the expected
-one, time, TV when refuted, method), each assumption a verdict rests on, and, with ``--all``, the
+one, time, TV when refuted, method), the witness of a REFUTED rule (p, q, produced law, TV), each
+assumption a verdict rests on, a user rule's traced graph with ``--show-trace``, and, with ``--all``, the
 theorems T1-T7.  ``--json`` writes ``{"schema": 1, "kind": "prove", "provenance": ..., "results": [...],
 "theorems": [...], "summary": ...}`` atomically; exact values are ``"num/den"`` strings; every result carries
 ``scope`` and ``assumptions``.  Exit 0 when every rule got its expected verdict (an ``exact`` claim
@@ -41,9 +42,11 @@ user rules: write acceptance(ar, p, q) and residual_weight(ar, p, q) with Arith 
 (ar.minimum, ar.safe_div, ar.relu, ...), wrap them in specproof.proofs.StepRule(name=..., claim="exact"
 or "not-exact", description=..., acceptance=..., residual_weight=...) in a .py file, then
   specproof prove --rule path/to/file.py:variable_name
-The rule's values are opaque: len, iteration, bool(), Python arithmetic and comparisons raise a usage
-error naming the Arith method to use; divide only with ar.safe_div(a, b, default). Its name must not
-be a catalogue rule's.
+The file is imported, and each rule function called exactly once, in a child process under --timeout;
+the calls are recorded as a graph that every engine evaluates (--show-trace prints it: what is
+proved). The rule's values are opaque: len, iteration, bool(), Python arithmetic and comparisons raise
+a usage error naming the Arith method to use; divide only with ar.safe_div(a, b, default); ar.one and
+ar.zero are properties. Its name must be printable, single-line and unlike any catalogue rule's.
 verdicts: PROVED = machine-checked for every vocabulary size n (under the assumptions printed below
 it, if any); BOUNDED = checked only for the sizes in its scope, never counted as PROVED; REFUTED =
 an exact witness (a point where the law differs, or where A is not in [0, 1] or w < 0: "not a
@@ -71,6 +74,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--accept-bounded", action="store_true",
                         help="count BOUNDED as the expected verdict of an exact claim (exit 0)")
     parser.add_argument("--no-drift", action="store_true", help="skip the worst-case drift of refuted rules")
+    parser.add_argument("--show-trace", action="store_true",
+                        help="print each user rule's traced graph (what is proved) before its verdict")
     parser.set_defaults(handler=run)
     return parser
 
@@ -83,6 +88,16 @@ def _as_expected(result: ProofResult, accept_bounded: bool) -> bool:
     return result.ok or (accept_bounded and result.expected == Verdict.PROVED and result.verdict == Verdict.BOUNDED)
 
 
+def _exact(value: Any) -> str:
+    """An exact law as text: ``(1/2, 1/2)``; a multi-token law ``{(0, 1): 1/4, ...}``; at most 12 entries."""
+    if isinstance(value, dict):
+        items = [f"{tuple(k) if isinstance(k, tuple) else k}: {v}" for k, v in list(value.items())[:12]]
+        return "{" + ", ".join(items) + (", ..." if len(value) > 12 else "") + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(str(v) for v in value[:12]) + (", ..." if len(value) > 12 else "") + ")"
+    return str(value)
+
+
 def _lines(result: ProofResult, accept_bounded: bool) -> list[str]:
     tv = f"TV={result.tv}" if result.tv is not None else "-"
     if _as_expected(result, accept_bounded):
@@ -93,6 +108,13 @@ def _lines(result: ProofResult, accept_bounded: bool) -> list[str]:
     lines = [f"{result.rule:<40} {result.claim:<9} {result.verdict.value:<12} {scope:<28} {status:<16} "
              f"{result.seconds:7.2f}s  {tv:<10} {result.method}"]
     lines += [f"    assumes: {a.statement} [{a.source}]" for a in result.assumptions]
+    witness = result.counterexample
+    if result.verdict == Verdict.REFUTED and witness is not None:
+        lines.append(f"    witness: p = {_exact(witness.p)}, q = {_exact(witness.q)}, produced law = "
+                     f"{_exact(witness.output)}, TV = {witness.tv}")
+        if "not_a_sampling_rule" in witness.extra:
+            lines.append(f"    not a sampling rule: {witness.extra['not_a_sampling_rule']} (law and TV of the "
+                         "clamped rule)")
     if result.verdict not in (Verdict.PROVED, Verdict.REFUTED) and result.reason:
         lines.append(f"    reason: {result.reason}")
     return lines
@@ -114,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     entries = list(catalogue()) if args.all else []
     seen = {e.name for e in entries}
     for spec in args.rule:  # resolve every rule before proving anything: usage errors come first
-        entry = resolve_rule(spec)
+        entry = resolve_rule(spec, args.timeout)
         if entry.name not in seen:
             entries.append(entry)
             seen.add(entry.name)
@@ -123,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
     results: list[ProofResult] = []
     print(HEADER, flush=True)
     for entry in entries:
+        if args.show_trace and entry.trace is not None:
+            print(f"trace of {entry.name} (every engine evaluates this graph, not the rule's code):")
+            print("\n".join(f"    {line}" for line in entry.trace.show().splitlines()), flush=True)
         result = prove_entry(entry, settings)
         results.append(result)
         print("\n".join(_lines(result, args.accept_bounded)), flush=True)

@@ -53,7 +53,9 @@ class Arith(abc.ABC):
 
     @abc.abstractmethod
     def total(self, v: Any) -> Any:
-        """``sum_x v(x)`` over the vocabulary axis, a scalar."""
+        """``sum_x v(x)`` over the vocabulary axis, a scalar.  A backend needs ``v`` to be a vector (it
+        does not know ``n`` for a scalar); a traced rule's ``total(s)`` of a scalar means ``n s``, which
+        the graph evaluates as the total of ``0 * p + s`` (:mod:`.graph`)."""
 
     @abc.abstractmethod
     def lt(self, a: Any, b: Any) -> Any:

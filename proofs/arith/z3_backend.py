@@ -19,9 +19,11 @@ Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import z3
 
@@ -37,13 +39,26 @@ class Z3Log:
     arg: Any
 
 
+@contextlib.contextmanager
+def unlimited_digits() -> Iterator[None]:
+    """Lift Python's int-digit limit while an exact numeral crosses z3's decimal-string interface (z3
+    reads and writes numerals as decimal text; a constant over 4,300 digits is still exact)."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
 def z3_fraction(value: Any) -> Fraction:
     """A z3 rational numeral (or a real algebraic number, rounded to 40 decimals) as a Fraction."""
-    if z3.is_rational_value(value):
-        return Fraction(value.numerator_as_long(), value.denominator_as_long())
-    if z3.is_algebraic_value(value):
-        approx = value.approx(40)
-        return Fraction(approx.numerator_as_long(), approx.denominator_as_long())
+    with unlimited_digits():
+        if z3.is_rational_value(value):
+            return Fraction(value.numerator_as_long(), value.denominator_as_long())
+        if z3.is_algebraic_value(value):
+            approx = value.approx(40)
+            return Fraction(approx.numerator_as_long(), approx.denominator_as_long())
     raise TypeError(f"not a z3 real numeral: {value!r}")
 
 
@@ -89,7 +104,8 @@ class Z3Arith(TupleVectors, CompareByOperator, Arith):
     # -- primitives ---------------------------------------------------------------------------
     def const(self, value: int | Fraction) -> z3.ArithRef:
         value = Fraction(value)
-        return z3.RealVal(f"{value.numerator}/{value.denominator}", self.ctx)
+        with unlimited_digits():
+            return z3.RealVal(f"{value.numerator}/{value.denominator}", self.ctx)
 
     def _lift(self, x: Any) -> Any:
         if isinstance(x, (tuple, Z3Log)) or z3.is_expr(x):

@@ -24,9 +24,11 @@ Write a rule in a Python file using only :class:`~specproof.proofs.arith.interfa
                        acceptance=acceptance, residual_weight=residual_weight)
 
 then ``specproof prove --rule my_rule.py:my_rule`` (or :func:`prove_rule` with
-:func:`load_user_rule`).  The file is imported (its code runs).  The rule's functions receive opaque
-values (:mod:`.opaque`): only Arith operations work on them, division only as ``ar.safe_div``.  A
-name that is already in the catalogue is refused.  A :class:`CatalogueEntry` with only a ``prove``
+:func:`load_user_rule`).  The file is imported, and each rule function called exactly once on
+symbolic opaque values, only inside a child process (:mod:`.child_trace`); the calls are recorded as
+a graph (:mod:`specproof.proofs.arith.graph`) that every engine evaluates instead of the rule's code.
+Only Arith operations work on the values (:mod:`.opaque`), division only as ``ar.safe_div``.  A name
+that is a catalogue name up to Unicode confusables is refused (:mod:`.rule_names`).  A :class:`CatalogueEntry` with only a ``prove``
 is refused (its own ``prove`` is not a proof specproof can check); one with a ``step_rule`` is proved
 as that rule.
 
@@ -47,16 +49,16 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping
 
 from specproof.proofs.arith.interface import Arith
-from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.laws.block import Tables, block_continued_law, block_target_law
 from specproof.proofs.errors import SpecproofInputError
-from specproof.proofs.engine.isolation import run_in_child, run_with_budget
-from specproof.proofs.claims.loading import import_python_file
-from specproof.proofs.claims.opaque import RuleUsageError, guard_rule
-from specproof.proofs.engine.results import ProofResult
+from specproof.proofs.arith.graph import Graph
+from specproof.proofs.engine.isolation import run_with_budget
+from specproof.proofs.claims.opaque import RuleUsageError, trace_rule, traced_rule
+from specproof.proofs.claims.rule_names import check_rule_name
+from specproof.proofs.engine.results import DEFAULT_TIMEOUT, ProofResult
 from specproof.proofs.laws.processors import PLACEMENTS, PROCESSORS, draft_from_r_law, processed_law
 from specproof.proofs.claims.pipeline import Settings, prove_step_rule, refutation
-from specproof.proofs.laws.step_rules import StepRule, step_law, step_rules
+from specproof.proofs.laws.step_rules import StepRule, step_rules
 from specproof.proofs.engine.verdicts import settle
 from specproof.proofs.engine.counterexamples import PairLaw
 from specproof.proofs.claims.structured import (BLOCK_CHECK_VECTOR, prove_block, prove_processor_both_sides, prove_recursive_rejection,
@@ -85,14 +87,18 @@ class CatalogueEntry:
     prove: Callable[[Settings], ProofResult]
     step_rule: StepRule | None = None
     user: bool = False
+    trace: Graph | None = None
 
 
-def step_rule_entry(rule: StepRule, seeds: tuple[Mapping[str, Any], ...] = (), *, user: bool = False) -> CatalogueEntry:
-    """A catalogue entry for a single-step rule (registered, or user-written: then guarded)."""
+def step_rule_entry(rule: StepRule, seeds: tuple[Mapping[str, Any], ...] = (), *, user: bool = False,
+                    trace: Graph | None = None) -> CatalogueEntry:
+    """A catalogue entry for a single-step rule.  A user-written rule is traced once (here, unless its
+    ``trace`` comes from a child process) and every engine then evaluates the trace, never its code."""
     if user:
-        rule = guard_rule(rule)
+        trace = trace_rule(rule) if trace is None else trace
+        rule = traced_rule(rule, trace)
     return CatalogueEntry(rule.name, rule.claim, rule.description, rule.source,
-                          lambda settings: prove_step_rule(rule, settings, seeds=seeds), rule, user)
+                          lambda settings: prove_step_rule(rule, settings, seeds=seeds), rule, user, trace)
 
 
 def _refute(name: str, law: PairLaw, seeds: tuple[Mapping[str, Any], ...] = (), *, sizes: tuple[int, ...] = (2, 3),
@@ -199,71 +205,47 @@ def get_entry(name: str) -> CatalogueEntry:
     return entries[name]
 
 
-def load_user_rule(spec: str) -> CatalogueEntry:
-    """``path/to/file.py:name`` -> the StepRule (or CatalogueEntry) that file defines as ``name``."""
+def load_user_rule(spec: str, timeout: float = DEFAULT_TIMEOUT) -> CatalogueEntry:
+    """``path/to/file.py:name`` -> the StepRule (or CatalogueEntry with a step rule) that file defines as
+    ``name``, imported and traced in a child process within ``timeout`` seconds (:mod:`.child_trace`);
+    this process never runs the file's code."""
+    from specproof.proofs.claims.child_trace import trace_file  # it imports this module (CatalogueEntry)
+
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
         raise SpecproofInputError("--rule", f"{spec!r} is not PATH.py:NAME", "write e.g. my_rules.py:my_rule")
-    module = import_python_file(path_text, "--rule")
-    candidates = sorted(k for k, v in vars(module).items() if isinstance(v, (StepRule, CatalogueEntry)))
-    if not hasattr(module, name):
-        raise SpecproofInputError("--rule", f"{path_text!r} defines no {name!r}",
-                                  f"choose one of: {', '.join(candidates) or '(no StepRule in the file)'}")
-    obj = getattr(module, name)
-    if isinstance(obj, (CatalogueEntry, StepRule)):
-        return _user_entry(obj, spec)
-    raise SpecproofInputError("--rule", f"{name!r} in {path_text!r} is a {type(obj).__name__}, not a StepRule",
-                              "wrap acceptance/residual_weight functions in specproof.proofs.StepRule(...)")
+    traced = trace_file(path_text, name, spec, timeout)
+    check_rule_name(traced["name"], traced["name_type"], spec, {e.name for e in catalogue()})
+    for field in ("claim", "description", "source"):
+        if traced[field] is None:
+            raise SpecproofInputError("--rule", f"{spec}: {field} is not a string", f"pass {field}='...' as text")
+    if traced["claim"] not in ("exact", "not-exact"):
+        raise SpecproofInputError("--rule", f"{traced['name']}.claim is {traced['claim']!r}",
+                                  "use 'exact' or 'not-exact'")
+    graph: Graph = traced["graph"]
+    placeholder = graph.function("acceptance")
+    rule = StepRule(traced["name"], traced["claim"], traced["description"], placeholder,  # type: ignore[arg-type]
+                    placeholder, source=traced["source"], tags=tuple(traced["tags"]))  # type: ignore[arg-type]
+    return step_rule_entry(rule, user=True, trace=graph)
 
 
 def _user_entry(obj: StepRule | CatalogueEntry, spec: str) -> CatalogueEntry:
-    """A user's rule as an entry: its name must be new; a StepRule (or an entry's ``step_rule``) is
-    guarded, smoke-tested and proved by the pipeline.  A CatalogueEntry's own ``prove`` function is
-    not a proof specproof can check, so an entry without a step rule is refused."""
-    if obj.name in {e.name for e in catalogue()}:
-        raise SpecproofInputError("--rule", f"{spec} is named {obj.name!r}, a catalogue rule's name",
-                                  "give your rule a name of its own")
+    """A user's rule given in this process (the API): its name must be new and printable; a StepRule
+    (or an entry's ``step_rule``) is traced once and proved by the pipeline.  A CatalogueEntry's own
+    ``prove`` function is not a proof specproof can check, so an entry without a step rule is refused."""
+    check_rule_name(obj.name, type(obj.name).__name__, spec, {e.name for e in catalogue()})
     if obj.claim not in ("exact", "not-exact"):
         raise SpecproofInputError("--rule", f"{obj.name}.claim is {obj.claim!r}", "use 'exact' or 'not-exact'")
     rule = obj if isinstance(obj, StepRule) else obj.step_rule
     if rule is None:
         raise SpecproofInputError("--rule", f"{spec} is a CatalogueEntry with its own prove function, which "
                                   "specproof cannot check", "define the rule as a StepRule(...)")
-    entry = step_rule_entry(dataclasses.replace(rule, name=obj.name, claim=obj.claim), user=True)
-    assert entry.step_rule is not None
-    _smoke_test(entry.step_rule, spec)
-    return entry
+    return step_rule_entry(dataclasses.replace(rule, name=obj.name, claim=obj.claim), user=True)
 
 
-SMOKE_TIMEOUT = 30.0
-"""Seconds a user rule may take to evaluate once on exact laws when it is loaded."""
-
-
-def _smoke_test(rule: StepRule, spec: str) -> None:
-    """Evaluate a user rule once, exactly, in a child process (it may hang or exit), so a broken
-    definition is a usage error before any proof."""
-    p, q = (F(1, 2), F(1, 4), F(1, 4)), (F(1, 4), F(3, 4), F(0))
-
-    def evaluate() -> Any:
-        output = step_law(ExactArith(), rule, p, q).output
-        if rule.acceptance_test is not None:
-            rule.acceptance_test(ExactArith(), F(1, 3), p, q)
-        return output
-
-    kind, output = run_in_child(evaluate, SMOKE_TIMEOUT)
-    if kind != "ok":
-        problem = {"timeout": f"evaluating {spec} once on exact laws took more than {SMOKE_TIMEOUT:g} s",
-                   "died": f"evaluating {spec} ended its process (exit code {output})",
-                   "crash": f"evaluating {spec} on exact laws failed: {str(output).splitlines()[0]}"}[kind]
-        raise SpecproofInputError("--rule", problem, "write acceptance and residual_weight with Arith operations "
-                                  "only; they must return, never raise, hang or exit")
-    if not (isinstance(output, tuple) and len(output) == len(p) and all(isinstance(x, F) for x in output)):
-        raise SpecproofInputError("--rule", f"{spec} gives {output!r}, not a vector of exact rationals",
-                                  "return vectors built with Arith operations from p and q")
-
-
-def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
-    """A catalogue name, ``path.py:name``, a StepRule or a CatalogueEntry as a CatalogueEntry."""
+def resolve_rule(rule: str | StepRule | CatalogueEntry, timeout: float = DEFAULT_TIMEOUT) -> CatalogueEntry:
+    """A catalogue name, ``path.py:name`` (traced in a child within ``timeout`` seconds), a StepRule or
+    a CatalogueEntry as a CatalogueEntry."""
     if isinstance(rule, CatalogueEntry):
         if rule.user:
             return rule
@@ -276,7 +258,7 @@ def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
             return step_rule_entry(rule, STEP_RULE_SEEDS.get(rule.name, ()))
         return _user_entry(rule, rule.name)
     if isinstance(rule, str) and rule.rpartition(":")[0].endswith(".py"):
-        return load_user_rule(rule)
+        return load_user_rule(rule, timeout)
     if isinstance(rule, str):
         return get_entry(rule)
     raise SpecproofInputError("rule", f"{type(rule).__name__} is not a rule", "pass a name, StepRule or CatalogueEntry")
@@ -284,7 +266,7 @@ def resolve_rule(rule: str | StepRule | CatalogueEntry) -> CatalogueEntry:
 
 def prove_rule(rule: str | StepRule | CatalogueEntry, settings: Settings = Settings()) -> ProofResult:
     """Prove or refute one rule: a catalogue name, ``path.py:name``, a StepRule or a CatalogueEntry."""
-    return prove_entry(resolve_rule(rule), settings)
+    return prove_entry(resolve_rule(rule, settings.timeout or DEFAULT_TIMEOUT), settings)
 
 
 def _crash(entry: CatalogueEntry) -> Callable[[str], BaseException]:

@@ -1,8 +1,9 @@
 """Load a Python object named on the command line: ``package.module:name`` or ``path/to/file.py:name``.
 
-Shared by ``specproof prove --rule`` and ``specproof check TARGET``.  Every failure (bad spec, missing
+Shared by ``specproof check TARGET`` (in its own process) and ``specproof prove --rule``, whose file
+is imported only inside the child of :mod:`.child_trace`.  Every failure (bad spec, missing
 file, an import that raises or calls ``sys.exit``, a missing name) is a :class:`SpecproofInputError`
-naming ``argument``.  The object's module is imported and executed with the user's rights.  A file's
+naming ``argument`` (and, for an import that raises, the file's line: :func:`line_in`).  The object's module is imported and executed with the user's rights.  A file's
 folder is put first on ``sys.path`` (as ``python path/to/file.py`` would), so it can import its
 neighbours.
 
@@ -16,13 +17,24 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from specproof.proofs.errors import SpecproofInputError
 
-__all__ = ["load_object", "locate_object", "import_python_file"]
+__all__ = ["load_object", "locate_object", "import_python_file", "line_in"]
+
+
+def line_in(err: BaseException, path: str | Path) -> str:
+    """`` at file.py:LINE (code)`` for the last frame of ``err``'s traceback in ``path`` ("" if none)."""
+    target = str(Path(path).resolve())
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if str(Path(f.filename).resolve()) == target]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" at {Path(f.filename).name}:{f.lineno} ({(f.line or '').strip()})"
 
 
 def import_python_file(path_text: str, argument: str) -> ModuleType:
@@ -44,7 +56,8 @@ def import_python_file(path_text: str, argument: str) -> ModuleType:
     except SystemExit as err:
         raise _exited(argument, path_text, err) from None
     except Exception as err:  # the user's file: any error is a usage error
-        raise SpecproofInputError(argument, f"importing {path_text!r} failed: {type(err).__name__}: {err}",
+        raise SpecproofInputError(argument, f"importing {path_text!r} failed: {type(err).__name__}: {err}"
+                                  f"{line_in(err, path)}",
                                   "fix the file so that it imports cleanly") from None
     return module
 

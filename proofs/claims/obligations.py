@@ -209,8 +209,14 @@ def _well_formed(rule: StepRule, rlimit: int, ev: StepEvidence) -> None:
     ev.goals.append(Goal("well-formed", obligations, sizes=sizes))
 
 
+_WITNESS_RANK = {"not a sampling rule": 0, "the acceptance test's law": 1, "output law": 1}
+"""A law witness (the output law, or the acceptance test's law) is preferred to a well-formedness one."""
+
+
 def _set_witness(ev: StepEvidence, witness: Counterexample, law: PairLaw | None, kind: str) -> None:
-    if ev.witness is None:
+    """Keep the most telling witness: a law witness before a well-formedness one, then the largest TV
+    (the first found on a tie)."""
+    if ev.witness is None or (_WITNESS_RANK[kind], witness.tv) > (_WITNESS_RANK[ev.witness_kind], ev.witness.tv):
         ev.witness, ev.witness_law, ev.witness_kind = witness, law, kind
 
 

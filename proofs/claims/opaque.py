@@ -1,20 +1,23 @@
-"""The interface a user rule sees: opaque values that support only Arith operations.
+"""The interface a user rule sees, and the tracer that runs it once: opaque values recording a graph.
 
-:func:`guard_rule` wraps a :class:`~specproof.proofs.laws.step_rules.StepRule`'s functions so that they receive
-:class:`OpaqueArith` and :class:`Value` s instead of a backend's own values (tuples of Fractions, z3
-terms, a generic coordinate).  A rule therefore cannot tell the backends apart: ``len``, iteration,
-indexing, ``bool()``, Python arithmetic and comparisons, ``hash`` raise :class:`RuleUsageError`
-naming the Arith method to use; so does ``isinstance(p, tuple)`` (a branch on the backend's type).
+:func:`trace_rule` calls each function of a :class:`~specproof.proofs.laws.step_rules.StepRule` exactly
+once, with an :class:`OpaqueArith` and symbolic :class:`Value` s (``p``, ``q``, ``u``); every Arith
+operation it performs is recorded as a node of a :class:`~specproof.proofs.arith.graph.Graph`.  The
+engines then evaluate that graph, never the rule (:func:`traced_rule`).  A value is an empty handle:
+it holds no backend value (there is none while tracing) and no slot or attribute a rule can read;
+what it stands for is kept by the tracer, keyed by the handle's identity.  ``len``, iteration,
+indexing, ``bool()``, Python arithmetic and comparisons, ``hash``, calling raise
+:class:`RuleUsageError` naming the Arith method to use; so does ``isinstance(p, tuple)``.
 
 Values carry a kind (number, condition, logarithm) checked by every operation, so returning a
-condition as an acceptance, or adding a number to a logarithm, is a usage error in every backend.
+condition as an acceptance, or adding a number to a logarithm, is a usage error.
 
 Division: user rules may divide only with ``ar.safe_div(a, b, default)`` (``default`` where
 ``b = 0``); ``ar.div`` is refused, so no proof depends on a solver's value for ``x / 0``.
 
-An error raised inside an Arith operation is remembered: a rule that catches it and carries on
-still fails when it returns (so a rule cannot branch on which backend raised).  Any other exception
-from the rule's code becomes a :class:`RuleUsageError` with the rule's name and the failing line.
+A usage error raised inside an Arith operation is remembered: a rule that catches it and carries on
+still fails when it returns.  Any other exception from the rule's code becomes a
+:class:`RuleUsageError` with the rule's name and the failing line.
 
 Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
 proofs.arith and proofs.errors.
@@ -29,13 +32,12 @@ import traceback
 from fractions import Fraction
 from typing import Any, Callable
 
+from specproof.proofs.arith.graph import CONDITION, FUNCTIONS, LOG, NUMBER, Graph, GraphBuilder, exact_constant
 from specproof.proofs.arith.interface import Arith
 from specproof.proofs.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import StepRule
 
-__all__ = ["RuleUsageError", "Value", "OpaqueArith", "guard_rule"]
-
-NUMBER, CONDITION, LOG = "number", "condition", "logarithm"
+__all__ = ["RuleUsageError", "Value", "OpaqueArith", "trace_rule", "traced_rule", "own_frame_lookup"]
 
 _FIX = {  # Python operation -> the Arith method to use instead
     "+": "ar.add(a, b)", "-": "ar.sub(a, b)", "*": "ar.mul(a, b)", "/": "ar.safe_div(a, b, default)",
@@ -51,18 +53,39 @@ _FIX = {  # Python operation -> the Arith method to use instead
     "min()/max()": "ar.minimum(a, b) / ar.maximum(a, b)",
     "Fraction arithmetic": "ar.mul(ar.const(Fraction(1, 2)), p) (and ar.add, ar.sub, ar.safe_div)",
     "isinstance()/__class__": "nothing: a rule must treat every backend alike (ar.select to branch on values)",
+    "a call": "ar.one and ar.zero are properties: write ar.one, not ar.one(); ar.const(k) for other constants",
 }
+
 
 
 class RuleUsageError(SpecproofInputError):
     """A user rule used something outside the Arith interface, or raised."""
 
 
-class _Session:
-    """The first error an Arith operation raised during one call of a rule function."""
+_OWN_LOOKUPS = [0]
+"""How many of specproof's own frame look-ups are under way (the child's audit hook allows those)."""
 
-    def __init__(self, rule: str) -> None:
+
+class own_frame_lookup:  # noqa: N801 - used as a context manager
+    """Marks specproof's own frame inspection (naming Fraction arithmetic, locating an error's line)."""
+
+    def __enter__(self) -> None:
+        _OWN_LOOKUPS[0] += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        _OWN_LOOKUPS[0] -= 1
+
+    @staticmethod
+    def active() -> bool:
+        return _OWN_LOOKUPS[0] > 0
+
+
+class _Session:
+    """One call of one rule function: its first usage error, and what each handle stands for."""
+
+    def __init__(self, rule: str, builder: GraphBuilder) -> None:
         self.rule = rule
+        self.builder = builder
         self.error: BaseException | None = None
 
     def fail(self, err: BaseException) -> BaseException:
@@ -75,30 +98,41 @@ class _Session:
                               f"instead: {fix or _FIX[operation]}")  # type: ignore[return-value]
 
 
+_HANDLES: dict[int, tuple["Value", int, str, _Session]] = {}
+"""``id(handle) -> (handle, node, kind, session)`` for the handles of the trace under way."""
+
+
+def _meaning(x: Any) -> tuple[int, str, _Session] | None:
+    found = _HANDLES.get(id(x))
+    return None if found is None or found[0] is not x else found[1:]
+
+
 class Value:
-    """An opaque backend value with its kind; only :class:`OpaqueArith` looks inside."""
+    """An opaque handle for a traced value; it has no state of its own (see the module docstring)."""
 
-    __slots__ = ("_value", "_kind", "_session")
-
-    def __init__(self, value: Any, kind: str, session: _Session) -> None:
-        object.__setattr__(self, "_value", value)
-        object.__setattr__(self, "_kind", kind)
-        object.__setattr__(self, "_session", session)
+    __slots__ = ()
 
     def _refuse(self, operation: str) -> Any:
-        raise self._session.fail(self._session.usage(operation))
+        found = _meaning(self)
+        if found is None:
+            raise RuleUsageError("rule", f"{operation} on a value of a finished trace", "only values of this call")
+        raise found[2].fail(found[2].usage(operation))
 
     def __repr__(self) -> str:
-        return f"<rule {self._kind}>"
+        found = _meaning(self)
+        return f"<rule {found[1] if found else 'value'}>"
 
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # isinstance(v, tuple) looks this up: the branch itself is refused
-        caller = sys._getframe(1).f_code.co_filename
-        operation = "Fraction arithmetic" if caller == fractions.__file__ else "isinstance()/__class__"
-        raise self._session.fail(self._session.usage(operation))
+        with own_frame_lookup():
+            caller = sys._getframe(1).f_code.co_filename
+        return self._refuse("Fraction arithmetic" if caller == fractions.__file__ else "isinstance()/__class__")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise self._session.fail(self._session.usage("attribute assignment", "new variables"))
+        self._refuse("attribute assignment")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse("a call")
 
     def __bool__(self) -> bool:
         return self._refuse("bool()")
@@ -124,6 +158,9 @@ class Value:
     __int__ = __float__ = __complex__ = __round__ = __trunc__ = __floor__ = __ceil__ = __index__
 
 
+_FIX["attribute assignment"] = "new variables"
+
+
 def _refusing(operation: str) -> Callable[..., Any]:
     def method(self: Value, *args: Any) -> Any:
         return self._refuse(operation)
@@ -139,179 +176,202 @@ for _op, _names in {"+": ("add", "radd"), "-": ("sub", "rsub"), "*": ("mul", "rm
     for _name in _names:
         setattr(Value, f"__{_name}__", _refusing(_op))
 
+_ARITH_NAMES = ("const, add, sub, mul, safe_div, minimum, maximum, relu, clamp, total, lt, le, gt, ge, eq, "
+                "select, log, mass_ahead, normalise, zero, one")
+
 
 class OpaqueArith(Arith):
-    """Arith over :class:`Value` s, delegating every operation to a backend and checking kinds."""
+    """The Arith a rule receives while it is traced: each operation checks kinds and records a node."""
 
     name = "rule"
-
-    def __init__(self, inner: Arith, session: _Session) -> None:
-        self._inner = inner
-        self._session = session
+    __slots__ = ()
 
     def __getattr__(self, name: str) -> Any:
-        raise self._session.fail(RuleUsageError(
-            f"rule {self._session.rule!r}", f"ar.{name} is not part of the Arith interface",
-            "use const, add, sub, mul, safe_div, minimum, maximum, relu, clamp, total, lt, le, gt, ge, eq, "
-            "select, log, mass_ahead, normalise, zero, one"))
+        raise self._session().fail(RuleUsageError(
+            f"rule {self._session().rule!r}", f"ar.{name} is not part of the Arith interface",
+            f"use {_ARITH_NAMES}"))
 
-    def wrap(self, value: Any, kind: str = NUMBER) -> Value:
-        return Value(value, kind, self._session)
+    def _session(self) -> _Session:
+        return _ARITHS[id(self)][1]
 
-    def _raw(self, x: Any, kinds: tuple[str, ...], operation: str) -> tuple[Any, str]:
-        if type(x) is Value:
-            if x._session is not self._session:
-                raise self._session.fail(self._session.usage(f"{operation} with a value from another call",
-                                                             "only values of this call"))
-            if x._kind not in kinds:
-                raise self._session.fail(RuleUsageError(
-                    f"rule {self._session.rule!r}", f"ar.{operation} got a {x._kind}, expects a {' or a '.join(kinds)}",
+    def _handle(self, node: int, kind: str) -> Value:
+        value = Value()
+        _HANDLES[id(value)] = (value, node, kind, self._session())
+        return value
+
+    def _node(self, x: Any, kinds: tuple[str, ...], operation: str) -> tuple[int, str]:
+        session = self._session()
+        found = _meaning(x)
+        if found is not None:
+            node, kind, owner = found
+            if owner is not session:
+                raise session.fail(session.usage(f"{operation} with a value from another call",
+                                                 "only values of this call"))
+            if kind not in kinds:
+                raise session.fail(RuleUsageError(
+                    f"rule {session.rule!r}", f"ar.{operation} got a {kind}, expects a {' or a '.join(kinds)}",
                     "turn a condition into a number with ar.select(cond, ar.one, ar.zero); only + and "
                     "comparisons apply to logarithms"))
-            return x._value, x._kind
+            return node, kind
+        if type(x) is Value:
+            raise session.fail(session.usage(f"{operation} with a value from another call", "only values of this call"))
         if isinstance(x, (int, Fraction)) and not isinstance(x, bool) and NUMBER in kinds:
-            return self._inner.const(x), NUMBER
-        raise self._session.fail(RuleUsageError(
-            f"rule {self._session.rule!r}", f"ar.{operation} got a {type(x).__name__}",
+            return session.builder.const(exact_constant(x)), NUMBER
+        raise session.fail(RuleUsageError(
+            f"rule {session.rule!r}", f"ar.{operation} got a {type(x).__name__}",
             "pass values built with Arith operations, or exact constants (int or Fraction, not float)"))
 
-    def _call(self, operation: str, kind: str | None, args: tuple[Any, ...], kinds: tuple[str, ...]) -> Value:
-        raw = [self._raw(a, kinds, operation) for a in args]
-        found = {k for _, k in raw}
+    def _call(self, operation: str, args: tuple[Any, ...], kinds: tuple[str, ...]) -> Value:
+        session = self._session()
+        nodes = [self._node(a, kinds, operation) for a in args]
+        found = {k for _, k in nodes}
         if len(found) > 1:
-            raise self._session.fail(RuleUsageError(
-                f"rule {self._session.rule!r}", f"ar.{operation} mixes a {' and a '.join(sorted(found))}",
+            raise session.fail(RuleUsageError(
+                f"rule {session.rule!r}", f"ar.{operation} mixes a {' and a '.join(sorted(found))}",
                 "apply ar.log to both sides of a comparison; use ar.select for conditions"))
-        try:
-            value = getattr(self._inner, operation)(*(v for v, _ in raw))
-        except Exception as err:  # the backend's error (e.g. not interpretable): remembered, re-raised
-            raise self._session.fail(err)
-        return self.wrap(value, kind or (raw[0][1] if raw else NUMBER))
+        node = session.builder.apply(operation, [n for n, _ in nodes])
+        return self._handle(node, session.builder.nodes[node].kind)
 
-    # -- primitives and derived operations, delegated (zero, one, gt, ge come from Arith) ----------
+    # -- the recorded operations (zero, one, gt, ge, relu, clamp, normalise come from Arith) -------
     def const(self, value: Any) -> Value:
-        if type(value) is Value or isinstance(value, bool) or not isinstance(value, (int, Fraction)):
-            raise self._session.fail(RuleUsageError(
-                f"rule {self._session.rule!r}", f"ar.const got a {type(value).__name__}",
-                "pass an int or a Fraction (exact), e.g. ar.const(Fraction(1, 2))"))
-        return self.wrap(self._inner.const(value))
+        session = self._session()
+        try:
+            node = session.builder.const(value)
+        except TypeError:
+            raise session.fail(RuleUsageError(
+                f"rule {session.rule!r}", f"ar.const got a {type(value).__name__}",
+                "pass an int or a Fraction (exact), e.g. ar.const(Fraction(1, 2))")) from None
+        return self._handle(node, NUMBER)
 
     def add(self, a: Any, b: Any) -> Value:
-        return self._call("add", None, (a, b), (NUMBER, LOG))
+        return self._call("add", (a, b), (NUMBER, LOG))
 
     def sub(self, a: Any, b: Any) -> Value:
-        return self._call("sub", NUMBER, (a, b), (NUMBER,))
+        return self._call("sub", (a, b), (NUMBER,))
 
     def mul(self, a: Any, b: Any) -> Value:
-        return self._call("mul", NUMBER, (a, b), (NUMBER,))
+        return self._call("mul", (a, b), (NUMBER,))
 
     def div(self, a: Any, b: Any) -> Value:
-        raise self._session.fail(RuleUsageError(
-            f"rule {self._session.rule!r}", "ar.div is not available to user rules (x / 0 has no value)",
+        session = self._session()
+        raise session.fail(RuleUsageError(
+            f"rule {session.rule!r}", "ar.div is not available to user rules (x / 0 has no value)",
             "use ar.safe_div(a, b, default): default where b = 0"))
 
     def safe_div(self, a: Any, b: Any, default: Any) -> Value:
-        return self._call("safe_div", NUMBER, (a, b, default), (NUMBER,))
+        return self._call("safe_div", (a, b, default), (NUMBER,))
 
     def minimum(self, a: Any, b: Any) -> Value:
-        return self._call("minimum", NUMBER, (a, b), (NUMBER,))
+        return self._call("minimum", (a, b), (NUMBER,))
 
     def maximum(self, a: Any, b: Any) -> Value:
-        return self._call("maximum", NUMBER, (a, b), (NUMBER,))
-
-    def relu(self, a: Any) -> Value:
-        return self._call("relu", NUMBER, (a,), (NUMBER,))
-
-    def clamp(self, a: Any, lo: Any, hi: Any) -> Value:
-        return self._call("clamp", NUMBER, (a, lo, hi), (NUMBER,))
-
-    def normalise(self, v: Any) -> Value:
-        return self._call("normalise", NUMBER, (v,), (NUMBER,))
+        return self._call("maximum", (a, b), (NUMBER,))
 
     def total(self, v: Any) -> Value:
-        return self._call("total", NUMBER, (v,), (NUMBER,))
+        return self._call("total", (v,), (NUMBER,))
 
     def mass_ahead(self, key: Any, weight: Any) -> Value:
-        return self._call("mass_ahead", NUMBER, (key, weight), (NUMBER,))
+        return self._call("mass_ahead", (key, weight), (NUMBER,))
 
     def lt(self, a: Any, b: Any) -> Value:
-        return self._call("lt", CONDITION, (a, b), (NUMBER, LOG))
+        return self._call("lt", (a, b), (NUMBER, LOG))
 
     def le(self, a: Any, b: Any) -> Value:
-        return self._call("le", CONDITION, (a, b), (NUMBER, LOG))
+        return self._call("le", (a, b), (NUMBER, LOG))
 
     def eq(self, a: Any, b: Any) -> Value:
-        return self._call("eq", CONDITION, (a, b), (NUMBER, LOG))
+        return self._call("eq", (a, b), (NUMBER, LOG))
 
     def select(self, cond: Any, a: Any, b: Any) -> Value:
-        c, _ = self._raw(cond, (CONDITION,), "select")
-        (x, kx), (y, ky) = self._raw(a, (NUMBER, LOG, CONDITION), "select"), \
-            self._raw(b, (NUMBER, LOG, CONDITION), "select")
+        session = self._session()
+        c, _ = self._node(cond, (CONDITION,), "select")
+        (x, kx), (y, ky) = self._node(a, (NUMBER, LOG, CONDITION), "select"), \
+            self._node(b, (NUMBER, LOG, CONDITION), "select")
         if kx != ky:
-            raise self._session.fail(RuleUsageError(
-                f"rule {self._session.rule!r}", f"ar.select between a {kx} and a {ky}",
-                "give both branches the same kind"))
-        try:
-            return self.wrap(self._inner.select(c, x, y), kx)
-        except Exception as err:
-            raise self._session.fail(err)
+            raise session.fail(RuleUsageError(f"rule {session.rule!r}", f"ar.select between a {kx} and a {ky}",
+                                              "give both branches the same kind"))
+        node = session.builder.apply("select", (c, x, y))
+        return self._handle(node, kx)
 
     def log(self, a: Any) -> Value:
-        return self._call("log", LOG, (a,), (NUMBER,))
+        return self._call("log", (a,), (NUMBER,))
+
+
+_ARITHS: dict[int, tuple[OpaqueArith, _Session]] = {}
+"""``id(ar) -> (ar, session)`` for the calls being traced."""
 
 
 def _location(err: BaseException, files: set[str]) -> str:
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename in files]
+    with own_frame_lookup():
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename in files]
     if not frames:
         return ""
     f = frames[-1]
     return f" at {f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name} ({(f.line or '').strip()})"
 
 
-def _guard(rule: str, part: str, fn: Callable[..., Any], result_kind: str) -> Callable[..., Any]:
+_RESULT_KIND = {"acceptance": NUMBER, "residual_weight": NUMBER, "acceptance_test": CONDITION}
+
+
+def _trace_one(rule: str, part: str, fn: Callable[..., Any], builder: GraphBuilder) -> int:
+    """Call ``fn`` once on symbolic inputs; the node it returns."""
     files = {getattr(getattr(fn, "__code__", None), "co_filename", "")}
+    result_kind = _RESULT_KIND[part]
+    session = _Session(rule, builder)
+    ar = OpaqueArith()
+    _ARITHS[id(ar)] = (ar, session)
+    inputs = []
+    for name in FUNCTIONS[part]:
+        handle = Value()
+        _HANDLES[id(handle)] = (handle, builder.input(name), NUMBER, session)
+        inputs.append(handle)
+    try:
+        out = fn(ar, *inputs)
+    except BaseException as err:  # the user's code: anything it raises is a usage error
+        if isinstance(err, RuleUsageError):
+            raise RuleUsageError(err.argument, f"{part}: {err.problem}{_location(err, files)}", err.fix) from None
+        raise RuleUsageError(f"rule {rule!r}", f"{part} raised {type(err).__name__}: {err}{_location(err, files)}",
+                             "write the rule with Arith operations only; it must not raise or exit") from None
+    finally:
+        del _ARITHS[id(ar)]
+    if session.error is not None:
+        err = session.error
+        assert isinstance(err, RuleUsageError)
+        raise RuleUsageError(err.argument, f"{part}: {err.problem} (the error was caught inside the rule)",
+                             err.fix) from None
+    found = _meaning(out)
+    if found is None and isinstance(out, (int, Fraction)) and not isinstance(out, bool) and result_kind == NUMBER:
+        return builder.const(exact_constant(out))
+    if found is None or found[2] is not session or found[1] != result_kind:
+        got = (f"a {type(out).__name__}" if found is None else
+               f"a {found[1]} computed in another call" if found[2] is not session else f"a {found[1]}")
+        fix = {NUMBER: "return a number built with Arith operations (a condition becomes a number with "
+                       "ar.select(cond, ar.one, ar.zero))",
+               CONDITION: "return a condition (ar.lt, ar.le, ar.eq, ar.select of conditions)"}[result_kind]
+        raise RuleUsageError(f"rule {rule!r}", f"{part} returned {got}, not a {result_kind} value", fix)
+    return found[0]
 
-    def guarded(ar: Arith, *args: Any) -> Any:
-        session = _Session(rule)
-        opaque = OpaqueArith(ar, session)
-        try:
-            out = fn(opaque, *(opaque.wrap(a) for a in args))
-        except (KeyboardInterrupt, GeneratorExit):
-            raise
-        except BaseException as err:  # the user's code: anything it raises is a usage error
-            if err is session.error and not isinstance(err, RuleUsageError):
-                raise  # the backend's own error (e.g. not interpretable here): the engine decides
-            if isinstance(err, RuleUsageError):
-                raise RuleUsageError(err.argument, f"{part}: {err.problem}{_location(err, files)}",
-                                     err.fix) from None
-            raise RuleUsageError(f"rule {rule!r}", f"{part} raised {type(err).__name__}: {err}"
-                                 f"{_location(err, files)}",
-                                 "write the rule with Arith operations only; it must not raise") from None
-        if session.error is not None:
-            err = session.error
-            if isinstance(err, RuleUsageError):
-                raise RuleUsageError(err.argument, f"{part}: {err.problem} (the error was caught inside the rule)",
-                                     err.fix) from None
-            raise err
-        is_value = type(out) is Value
-        if not is_value and isinstance(out, (int, Fraction)) and not isinstance(out, bool) and result_kind == NUMBER:
-            return ar.const(out)
-        if not is_value or out._session is not session or out._kind != result_kind:
-            got = f"a {out._kind}" if is_value else f"a {type(out).__name__}"
-            fix = {NUMBER: "return a number built with Arith operations (a condition becomes a number with "
-                           "ar.select(cond, ar.one, ar.zero))",
-                   CONDITION: "return a condition (ar.lt, ar.le, ar.eq, ar.select of conditions)"}[result_kind]
-            raise RuleUsageError(f"rule {rule!r}", f"{part} returned {got}, not a {result_kind}", fix)
-        return out._value
 
-    return guarded
+def trace_rule(rule: StepRule) -> Graph:
+    """Each of ``rule``'s functions called exactly once, traced into one hash-consed graph."""
+    builder = GraphBuilder()
+    roots: dict[str, int] = {}
+    try:
+        for part in FUNCTIONS:
+            fn = getattr(rule, part)
+            if fn is None and part == "acceptance_test":
+                continue
+            if not callable(fn):
+                raise RuleUsageError(f"rule {rule.name!r}", f"{part} is a {type(fn).__name__}, not a function",
+                                     f"pass {part}=a function of (ar, {', '.join(FUNCTIONS[part])})")
+            roots[part] = _trace_one(rule.name, part, fn, builder)
+    finally:
+        _HANDLES.clear()
+    return builder.graph(roots)
 
 
-def guard_rule(rule: StepRule) -> StepRule:
-    """The same rule, its functions running on opaque values (see the module docstring)."""
-    test = rule.acceptance_test
-    return dataclasses.replace(
-        rule,
-        acceptance=_guard(rule.name, "acceptance", rule.acceptance, NUMBER),
-        residual_weight=_guard(rule.name, "residual_weight", rule.residual_weight, NUMBER),
-        acceptance_test=None if test is None else _guard(rule.name, "acceptance_test", test, CONDITION))
+def traced_rule(rule: StepRule, graph: Graph) -> StepRule:
+    """``rule`` with its functions replaced by the graph's: every engine evaluates the graph."""
+    return dataclasses.replace(rule, acceptance=graph.function("acceptance"),
+                               residual_weight=graph.function("residual_weight"),
+                               acceptance_test=graph.function("acceptance_test"))

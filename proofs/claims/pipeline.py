@@ -108,13 +108,17 @@ def refutation(name: str, claim: str, law: PairLaw, settings: Settings, start: f
 
 
 def grid_acceptance(rule: StepRule, p: Fraction, q: Fraction, bits: int) -> Fraction:
-    """Exact ``P(test)`` for ``u`` uniform on ``{k / 2^bits}``.  The passing ``u`` form a prefix of the
-    grid (the measure lemma), so a binary search over ``k`` counts them."""
+    """Exact ``P(test)`` at token 0 for ``u`` uniform on ``{k / 2^bits}``, the laws being
+    ``(p, 1 - p)`` and ``(q, 1 - q)`` (whole vectors, so a sum over the vocabulary inside the test means
+    what it means at run time).  The passing ``u`` form a prefix of the grid (the measure lemma), so a
+    binary search over ``k`` counts them."""
     ar = ExactArith()
     size = 1 << bits
+    laws = (p, 1 - p), (q, 1 - q)
 
     def passes(k: int) -> bool:
-        return bool(rule.acceptance_test(ar, Fraction(k, size), p, q))  # type: ignore[misc]
+        cond = rule.acceptance_test(ar, Fraction(k, size), *laws)  # type: ignore[misc]
+        return bool(cond[0] if isinstance(cond, tuple) else cond)
 
     lo, hi = 0, size  # passes(k) for k < lo; not for k >= hi
     while lo < hi:

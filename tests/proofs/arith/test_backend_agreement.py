@@ -377,3 +377,65 @@ def test_fast_identity_shortcuts_return_the_operand_and_keep_exact_values(xs, ys
         assert enc.decode(ratio) == exact.div(xs, ys)
         assert enc.decode(fast.mul(w, ratio)) == xs  # the memoised cancellation q * (p/q) = p
         assert enc.decode(fast.safe_div(v, w, zero)) == exact.div(xs, ys)
+
+
+# -- a traced graph: one meaning per operation, in every interpreter ---------------------------------
+
+def _graph_function(fn):
+    """``fn(ar, p, q)`` traced once (as a user rule is) and read back through the graph's wire form."""
+    from specproof.proofs import StepRule
+    from specproof.proofs.arith.graph import Graph
+    from specproof.proofs.claims.opaque import trace_rule
+
+    graph = trace_rule(StepRule("g", "exact", "", fn, lambda ar, p, q: p))
+    return Graph.from_data(graph.as_data()).function("acceptance")
+
+
+HUGE = 10**5000  # past Python's 4,300-digit int/str limit
+GRAPH_CASES = {
+    "total of a scalar is n times it": lambda ar, p, q: ar.add(p, ar.total(ar.const(Fraction(1, 4)))),
+    "total of ar.one is n": lambda ar, p, q: ar.mul(q, ar.total(ar.one)),
+    "total of a vector": lambda ar, p, q: ar.mul(p, ar.total(ar.mul(p, q))),
+    "mass_ahead with a vector weight": lambda ar, p, q: ar.mass_ahead(p, q),
+    "mass_ahead with a scalar weight (the rank)": lambda ar, p, q: ar.mass_ahead(q, ar.one),
+    "safe_div where the divisor is 0": lambda ar, p, q: ar.safe_div(p, ar.sub(q, q), ar.const(Fraction(2, 7))),
+    "safe_div": lambda ar, p, q: ar.safe_div(p, q, ar.const(Fraction(-1, 5))),
+    "log: log p + log q < log 1/8": lambda ar, p, q: ar.select(
+        ar.lt(ar.add(ar.log(p), ar.log(q)), ar.log(ar.const(Fraction(1, 8)))), ar.one, ar.zero),
+    "log: log p <= log q, 0 included": lambda ar, p, q: ar.select(ar.le(ar.log(p), ar.log(q)), p, q),
+    "constants over 4,300 digits": lambda ar, p, q: ar.mul(
+        ar.safe_div(ar.mul(p, ar.const(HUGE)), ar.mul(ar.const(HUGE), ar.const(Fraction(3, 7))), ar.zero), q),
+}
+"""Each operation whose meaning the IR fixes (``total`` of a scalar, ``mass_ahead``, ``safe_div``,
+``log``, exact constants of any size), as a small traced rule function."""
+
+
+@pytest.mark.parametrize("case", sorted(GRAPH_CASES))
+@given(data=st.data())
+@settings(max_examples=15, deadline=None)
+def test_a_traced_graph_means_the_same_in_every_interpreter(case, data):
+    n = data.draw(st.integers(1, 4))
+    p = tuple(data.draw(st.lists(dyadic(0, 1), min_size=n, max_size=n)))
+    q = tuple(data.draw(st.lists(dyadic(0, 1), min_size=n, max_size=n)))
+    function = _graph_function(GRAPH_CASES[case])
+    values = {}
+    exact = [b for b in EXACT_BACKENDS if not (b.name == "fast" and case.startswith("log"))]  # fast: no logs
+    for backend in exact + ([] if "digits" in case else [TORCH]):  # torch floats cannot hold 10^5000
+        ar = backend.arith()
+        values[backend.name] = backend.decode(function(ar, backend.encode(ar, p), backend.encode(ar, q)))
+    reference = values["exact"]
+    for backend in exact:
+        assert values[backend.name] == reference, (case, backend.name, p, q, values)
+    if "total of" in case and "scalar" in case:
+        assert reference == tuple(x + Fraction(n, 4) for x in p)
+    if "digits" not in case:
+        assert _torch_shape(values["torch"], reference) == _as_float(reference), (case, p, q, values["torch"])
+
+
+def test_total_of_a_scalar_is_n_times_it_on_the_generic_coordinate_too():
+    """On a generic coordinate (every-n proofs) the broadcast scalar's total is an abstract sum, never
+    the scalar itself (the old tuple backends' reading of total(ar.one) as 1)."""
+    function = _graph_function(lambda ar, p, q: ar.total(ar.one))
+    generic = GenericCoordinateArith()
+    total = function(generic, generic.p, generic.q)
+    assert not z3.eq(z3.simplify(total), generic.const(1)) and generic.totals

@@ -36,22 +36,24 @@ SLOW_RIGHT = [("prenormalised", Verdict.BOUNDED, "n = 2..3 (bounded)")]  # z3 st
 WRONG = [  # (variable, scope, TV, p, q)
     ("swapped_test", "n = 2", "1/2", ("1/2", "1/2"), ("1", "0")),  # the issue's u*p < q
     ("u_below_p", "n = 2", "1/9", ("1/3", "2/3"), ("2/3", "1/3")),
-    ("acceptance_over_one", "n = 2", "0", ("0", "1"), ("1/2", "1/2")),  # clamped it is canonical
-    ("negative_residual", "n = 2", "0", ("0", "1"), ("1", "0")),
+    # not sampling rules (A > 1, w < 0): a witness where the output law differs is preferred to the
+    # well-formedness witness (whose clamped TV can be 0); the well-formedness goal stays REFUTED
+    ("acceptance_over_one", "n = 3", "1/6", ("0", "1/3", "2/3"), ("2/3", "0", "1/3")),
+    ("negative_residual", "n = 2", "1/2", ("0", "1"), ("1", "0")),
     ("raw_p_from_v5", "n = 5", "3/25", ("1/5",) * 5, ("2/5", "1/5", "1/5", "1/10", "1/10")),
     ("rank_four_raw_p", "n = 5", "1/30", ("1/5",) * 5, ("2/5", "1/5", "1/5", "1/10", "1/10")),
     ("accept_zero_p", "n = 2", "1", ("0", "1"), ("1", "0")),
     ("residual_zero_p", "n = 2", "1/11", ("0", "1"), ("1", "0")),
-    ("over_one_zero_p", "n = 2", "1", ("0", "1"), ("1", "0")),
+    ("over_one_zero_p", "n = 2", "1", ("0", "1"), ("1/2", "1/2")),
     ("weakened_test", "n = 2", "1/10", ("1/2", "1/2"), ("1", "0")),
     ("halved_test", "n = 2", "1/4", ("1/2", "1/2"), ("1", "0")),
     ("u_below_q", "n = 2", "1/2", ("1/2", "1/2"), ("1", "0")),
     ("swapped_log_test", "n = 2", "1/2", ("1/2", "1/2"), ("1", "0")),
     ("squared_p_test", "n = 2", "1/4", ("1/2", "1/2"), ("1", "0")),
     ("squared_u_test", "n = 2", "1/4", ("1/4", "3/4"), ("1", "0")),  # P(u^2 < A) = sqrt(A): rational points only
-    ("shifted_acceptance", "n = 2", "0", ("0", "1"), ("0", "1")),
-    ("negative_acceptance", "n = 2", "0", ("0", "1"), ("1", "0")),
-    ("steep_residual", "n = 2", "0", ("0", "1"), ("0", "1")),
+    ("shifted_acceptance", "n = 2", "1/2", ("0", "1"), ("1", "0")),
+    ("negative_acceptance", "n = 2", "1/10", ("1/2", "1/2"), ("0", "1")),
+    ("steep_residual", "n = 2", "1/2", ("0", "1"), ("1/2", "1/2")),
     ("raw_p", "n = 2", "1/4", ("1/2", "1/2"), ("0", "1")),
     ("half_residual", "n = 2", "1/9", ("1/3", "2/3"), ("0", "1")),
     ("double_acceptance", "n = 2", "1/2", ("1/2", "1/2"), ("0", "1")),
@@ -68,6 +70,7 @@ WRONG = [  # (variable, scope, TV, p, q)
 ]
 NOT_A_SAMPLING_RULE = {"acceptance_over_one", "negative_residual", "over_one_zero_p", "shifted_acceptance",
                        "negative_acceptance", "steep_residual"}
+"""Rules whose well-formedness goal is REFUTED (their witness is an output-law one: a larger TV)."""
 TEST_LAW = {"swapped_test", "u_below_p", "weakened_test", "halved_test", "u_below_q", "swapped_log_test",
             "squared_p_test", "squared_u_test"}
 
@@ -79,6 +82,15 @@ MISUSE = [  # (variable, what the message must name)
     ("float_constant", "ar.const got a float"), ("iterates", "iteration"),
     ("test_returns_number", "acceptance_test returned a number"), ("backend_attribute", "ar.ctx is not part"),
     ("negative_log", "log of a negative number"), ("clash", "a catalogue rule's name"),
+]
+
+
+ATTACKS = [  # (variable, how it ends: a verdict with its TV, or the usage error's message)
+    ("sniffs_errors", "REFUTED 1/9"),  # its test really is u < p
+    ("reaches_value", "no attribute '_value'"),
+    ("reaches_backend", "ar._inner is not part of the Arith interface"),
+    ("constant_subclass", "REFUTED 1/6"),  # proved as the 1/2 it stores, whatever its methods say
+    ("inspects_stack", r"inspects the interpreter \(sys._getframe at attack_rules.py"),
 ]
 
 
@@ -100,15 +112,38 @@ def test_wrong_rules_are_refuted_with_an_exact_witness(name, size, tv, p, q):
     assert result.scope == f"{size} (exact witness)"
     witness = result.counterexample
     assert (witness.tv, witness.p, witness.q) == (F(tv), tuple(map(F, p)), tuple(map(F, q)))
-    assert ("not_a_sampling_rule" in witness.extra) == (name in NOT_A_SAMPLING_RULE)
+    assert "not_a_sampling_rule" not in witness.extra  # a law witness is preferred
+    well_formed = [o for o in result.obligations if o.name == "W (exact witness)"]
+    assert bool(well_formed and well_formed[0].verdict == Verdict.REFUTED) == (name in NOT_A_SAMPLING_RULE)
     assert ("acceptance_test_law" in witness.extra) == (name in TEST_LAW)
     assert result.as_json()["tv"] == f"{F(tv).numerator}/{F(tv).denominator}"
+
+
+@pytest.mark.parametrize("name, outcome", ATTACKS)
+def test_attacks_on_the_prover_are_refuted_or_refused(name, outcome):
+    """One golden case per attack class of issue 40; none is PROVED."""
+    if outcome.startswith("REFUTED"):
+        result = _prove("attack_rules.py", name)
+        assert (result.verdict, str(result.counterexample.tv)) == (Verdict.REFUTED, outcome.split()[1])
+    else:
+        with pytest.raises(SpecproofInputError, match=outcome):
+            _prove("attack_rules.py", name)
+
+
+def test_import_time_code_cannot_patch_the_prover(capsys):
+    import specproof.harness.cli.parser as cli
+    from specproof.proofs.claims import pipeline
+    decide = pipeline.decide
+    assert cli.main(["prove", "--rule", f"{GOLDEN / 'attack_import_time.py'}:patched"]) == 2
+    err = capsys.readouterr().err
+    assert "imports specproof.proofs.claims.pipeline, an internal module" in err and "Traceback" not in err
+    assert pipeline.decide is decide
 
 
 def test_golden_tables_cover_the_files():
     """Every rule in the golden files is in a table (so none escapes the no-PROVED check)."""
     for file, table in (("right_rules.py", RIGHT + SLOW_RIGHT), ("wrong_rules.py", WRONG),
-                        ("misuse_rules.py", MISUSE)):
+                        ("misuse_rules.py", MISUSE), ("attack_rules.py", ATTACKS)):
         text = (GOLDEN / file).read_text()
         defined = {line.split(" = ")[0] for line in text.splitlines()
                    if " = _rule(" in line and not line.startswith((" ", "#"))}
@@ -136,5 +171,6 @@ def test_through_the_cli_wrong_rules_exit_one_with_witnesses_in_the_json(tmp_pat
     results = {r["rule"]: r for r in json.loads(out.read_text())["results"]}
     swapped, over = results["w-swapped-test"], results["w-acceptance-over-one"]
     assert swapped["tv"] == "1/2" and swapped["counterexample"]["extra"]["acceptance_test_law"] == ["1/1", "0/1"]
-    assert over["scope"] == "n = 2 (exact witness)" and "not a probability" in over["counterexample"]["extra"][
-        "not_a_sampling_rule"]
+    assert over["scope"] == "n = 3 (exact witness)" and over["tv"] == "1/6"
+    assert any("not a probability" in o["detail"] for o in over["obligations"] if o["verdict"] == "REFUTED")
+    assert "    witness: p = (1/2, 1/2), q = (1, 0), produced law = (" in text and "), TV = 1/2\n" in text

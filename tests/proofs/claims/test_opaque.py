@@ -1,5 +1,6 @@
-"""The opaque interface user rules run on: every Python-level operation is refused with the Arith
-method to use, value kinds are checked, and every backend sees the same behaviour."""
+"""The opaque interface user rules are traced on: every Python-level operation is refused with the
+Arith method to use, value kinds are checked, each function runs once, and every backend evaluates
+the same trace."""
 
 import operator
 from fractions import Fraction as F
@@ -8,14 +9,15 @@ import pytest
 
 from specproof.proofs import ExactArith, RuleUsageError, StepRule, step_law
 from specproof.proofs.engine.every_size import GenericCoordinateArith
-from specproof.proofs.claims.opaque import guard_rule
+from specproof.proofs.claims.opaque import trace_rule, traced_rule
 from specproof.proofs.laws.step_rules import canonical_acceptance, canonical_residual_weight
 
 P, Q = (F(1, 2), F(1, 2)), (F(1), F(0))
 
 
 def _law(acceptance=canonical_acceptance, residual_weight=canonical_residual_weight, ar=None):
-    rule = guard_rule(StepRule("r", "exact", "", acceptance, residual_weight))
+    plain = StepRule("r", "exact", "", acceptance, residual_weight)
+    rule = traced_rule(plain, trace_rule(plain))
     ar = ar or ExactArith()
     return step_law(ar, rule, *((ar.p, ar.q) if isinstance(ar, GenericCoordinateArith) else (P, Q)))
 
@@ -61,29 +63,57 @@ def test_kinds_are_checked():
 def test_values_from_another_call_are_refused():
     kept = []
 
+    def residual_weight(ar, p, q):
+        return ar.add(kept[0], p)
+
     def acceptance(ar, p, q):
-        if kept:
-            return ar.add(kept[0], p)
         kept.append(p)
         return canonical_acceptance(ar, p, q)
 
-    _law(acceptance=acceptance)
     with pytest.raises(RuleUsageError, match="another call"):
-        _law(acceptance=acceptance)
+        _law(acceptance=acceptance, residual_weight=residual_weight)
 
 
-def test_a_caught_backend_error_still_fails_the_call():
-    """The generic coordinate refuses ordering; a rule that catches that cannot behave differently there."""
+def test_each_function_runs_exactly_once_and_every_backend_reads_the_same_trace():
+    """A rule that counts its calls, or catches an engine's error, cannot show engines different laws:
+    it runs once, and the generic coordinate and the exact engine both evaluate that one trace."""
+    calls = []
+
     def residual_weight(ar, p, q):
+        calls.append(1)
         try:
             ar.mass_ahead(p, ar.one)
         except TypeError:
-            return canonical_residual_weight(ar, p, q)
-        return p
+            return p
+        return canonical_residual_weight(ar, p, q) if len(calls) == 1 else p
 
-    with pytest.raises(TypeError, match="not interpretable on a generic coordinate"):
-        _law(residual_weight=residual_weight, ar=GenericCoordinateArith())
-    assert _law(residual_weight=residual_weight).output == (F(3, 4), F(1, 4))  # raw p where ordering works
+    plain = StepRule("r", "exact", "", canonical_acceptance, residual_weight)
+    graph = trace_rule(plain)
+    rule = traced_rule(plain, graph)
+    assert calls == [1]
+    assert step_law(ExactArith(), rule, P, Q).output == P
+    generic = GenericCoordinateArith()  # it cannot rank: the unused ranking is not evaluated there either
+    weight = rule.residual_weight(generic, generic.p, generic.q)
+    assert str(weight) == str(canonical_residual_weight(generic, generic.p, generic.q))
+    assert calls == [1]
+    assert "mass_ahead" not in graph.show()  # the unused ranking was recorded but is not reachable
+
+
+def test_a_called_property_names_the_fix():
+    with pytest.raises(RuleUsageError, match=r"ar\.one, not ar\.one\(\)"):
+        _law(acceptance=lambda ar, p, q: ar.minimum(ar.one(), p))
+
+
+def test_values_hold_nothing_a_rule_can_read():
+    seen = []
+
+    def acceptance(ar, p, q):
+        seen.append(([name for name in ("_value", "_inner", "_kind", "_session", "__dict__") if hasattr(p, name)],
+                     vars(ar)))
+        return canonical_acceptance(ar, p, q)
+
+    _law(acceptance=acceptance)
+    assert seen == [([], {})]
 
 
 def test_guarded_values_equal_the_unguarded_rule():
