@@ -8,12 +8,14 @@ import torch
 from specproof.impls import canonical_ratio_race
 from specproof.impls.adapters import ADAPTER_NAMES, adapters, get_adapter
 from specproof.impls.adapters.sglang_tree import tree_links
-from specproof.impls.runtime_layouts import flashinfer, sglang_tree, transformers, vllm_v0, vllm_v1
+from specproof.impls.runtime_layouts import (flashinfer, sglang_chain, sglang_tree, transformers, vllm_mrv2, vllm_v0,
+                                             vllm_v1)
 from specproof.proofs.errors import SpecproofInputError
 
 LAYOUT = {"vllm-v1": vllm_v1.rejection_sample, "vllm-v0": vllm_v0.forward,
           "flashinfer": flashinfer.chain_speculative_sampling, "transformers": transformers.speculative_sampling,
-          "sglang-tree": sglang_tree.tree_speculative_sampling_target_only}
+          "sglang-tree": sglang_tree.tree_speculative_sampling_target_only, "vllm-mrv2": vllm_mrv2.rejection_sample,
+          "sglang-chain": sglang_chain.chain_speculative_sampling_triton}
 
 
 def test_the_five_adapters_are_registered_with_their_documentation():
