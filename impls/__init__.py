@@ -32,7 +32,7 @@ from specproof.impls.processors import MinP, Processors, RepetitionPenalty, Temp
 from specproof.impls.registry import CONTRACTS, RULES, Implementation, Registry
 from specproof.impls.kernels.sampling import draw_exponential_race, draw_inverse_cdf, draw_multinomial
 from specproof.impls.adapters.transformers_adapter import transformers_speculative_sampling
-from specproof.impls.verifiers.whitebox import StepLaw, WhiteboxStepLaw, step_log, step_product, step_ratio, step_residual_clamped
+from specproof.impls.verifiers.whitebox import WhiteboxStepLaw, step_log, step_product, step_ratio, step_residual_clamped
 from specproof.impls import zoo as mutants
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
     "canonical_log_uniforms_compiled", "canonical_ratio_invcdf_compiled",
     "canonical_product_invcdf_compiled", "canonical_log_invcdf_compiled",
     "greedy_verify", "block_verify", "block_verify_uniforms", "multidraft_rrs",
-    "WhiteboxStepLaw", "StepLaw", "step_ratio", "step_product", "step_log", "step_residual_clamped",
+    "WhiteboxStepLaw", "step_ratio", "step_product", "step_log", "step_residual_clamped",
     "Processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty", "VocabMask",
     "transformers_speculative_sampling", "mutants",
 ]

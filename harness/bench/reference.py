@@ -2,7 +2,7 @@
 
 Both interpret the same rule (:func:`specproof.proofs.step_law`) on the same float32 inputs in the
 same run; the fast path is timed best-of-``repeats`` (after one warm-up), the plain path once (it
-takes seconds).  Their outputs are compared exactly.  ``specproof bench-reference`` writes the
+takes seconds).  Their outputs are compared exactly.  ``specproof bench --only reference`` writes the
 figures as JSON (schema, provenance) under ``reports/``.
 
 Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
@@ -75,18 +75,6 @@ def bench_exact_reference(vocabs: tuple[int, ...] = DEFAULT_VOCABS, *, repeats: 
             ys = np.log([r[key] for r in rows])
             result[f"{key}_exponent"] = float(np.polyfit(xs, ys, 1)[0])
     return result
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "bench-reference", help="time the exact reference: fast path vs plain Fractions",
-        description="Time the exact reference's fast path against the plain per-element Fraction "
-                    "path on float32 Dirichlet(0.3) laws, and check that they agree exactly.")
-    parser.add_argument("--vocab", type=int, nargs="+", default=list(DEFAULT_VOCABS))
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("reports/bench/reference.json"))
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ Writes ``DIR/bench.json`` (schema in :mod:`specproof.harness.bench.run`) and ``D
 without worst-case drift); ``--device cuda`` adds the CUDA throughput figures and is a usage error
 where no CUDA device exists.  ``--only reference`` times the exact reference's fast path against plain
 Fractions only (:mod:`specproof.harness.bench.reference`, ``--vocab``, ``--repeats``) and writes
-``DIR/reference.json``; ``specproof bench-reference`` (:mod:`.bench_reference`) is its former spelling,
+``DIR/reference.json``;
 kept, whose ``--out`` names the file.
 
 Layer: cli (level 5); imports harness.bench (when the command runs), harness.cli.options.
@@ -57,14 +57,14 @@ def add_parser(subparsers: Any) -> None:
     options.add_device(parser, choices=options.DEVICES,
                        help="cuda: also measure throughput on CUDA (CPU figures are always measured)")
     options.add_seed(parser, help="seed of the reference inputs and throughput scenarios, in [0, 2^63) (default 0)")
-    parser.add_argument("--only", choices=ONLY, help="run one part only: 'reference' (the old bench-reference)")
+    parser.add_argument("--only", choices=ONLY, help="run one part only: 'reference' (the exact reference's timing)")
     add_reference_options(parser)
     options.add_quiet(parser, help="no progress lines on stderr")
     parser.set_defaults(handler=run)
 
 
 def run_reference(args: argparse.Namespace, out: Path) -> int:
-    """The exact-reference timing to ``out`` (a file): ``bench --only reference`` and ``bench-reference``."""
+    """The exact-reference timing to ``out`` (a file): ``bench --only reference``."""
     from specproof.harness.bench import reference
 
     options.check_options(args)

@@ -191,7 +191,7 @@ def _run(args: argparse.Namespace) -> int:
         from specproof.impls.adapters import get_adapter
 
         contract = get_adapter(args.adapter).contract if contract is None else contract
-    options.check_options(args)  # the seed, then --json
+    options.check_options(args, inputs=(options.target_file(args.target),))  # the seed, then --json
     check_options = _options(args, contract or "batched")  # every other flag, before any work
     check_engine.check_options(args)
     # a local Ray starts in the background from here (check_engine.engine_for), while torch, the laws and

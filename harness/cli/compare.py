@@ -60,7 +60,8 @@ def _head(document: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    options.check_options(args)
+    options.check_options(args, inputs=tuple(p / "results.json" if p.is_dir() else p
+                                             for p in (args.baseline, args.current)))
     baseline = load_results(args.baseline, "BASELINE")
     current = load_results(args.current, "CURRENT")
     comparison = compare_documents(baseline, current)

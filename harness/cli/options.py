@@ -18,7 +18,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from specproof.harness.files.provenance import check_output_path
+from specproof.harness.files.provenance import check_output_path, resolve_output
 from specproof.proofs.errors import SpecproofInputError
 
 __all__ = ["add_json", "add_out", "add_quiet", "add_device", "add_dtype", "add_seed", "check_options", "sigterm_as_interrupt",
@@ -78,8 +78,10 @@ def add_seed(parser: argparse.ArgumentParser, help: str = "integer in [0, 2^63) 
     _record(parser, _SEEDS, "seed")
 
 
-def check_options(args: argparse.Namespace, **paths: Path | None) -> None:
-    """Check the shared options ``args`` carries: the seed range, then every output path.
+def check_options(args: argparse.Namespace, inputs: tuple[Any, ...] = (), **paths: Path | None) -> None:
+    """Check the shared options ``args`` carries: the seed range, then every output path, which is made
+    absolute in ``args`` before any user code runs (a target that changes the working directory cannot
+    move it) and refused when it is one of the command's ``inputs`` (files it reads) or a folder.
 
     ``paths`` overrides an output's value by destination (``out=...`` when the command resolves a
     default itself, e.g. ``reports/<device>``)."""
@@ -89,10 +91,21 @@ def check_options(args: argparse.Namespace, **paths: Path | None) -> None:
             raise SpecproofInputError(f"--{dest}", f"{seed} is not in [0, 2^63)", f"pass e.g. --{dest} 0")
     for dest, flag, what in getattr(args, _OUTPUTS, ()):
         path = paths.get(dest, getattr(args, dest))
-        if path is not None and what == "file, folders created" and not Path(path).parent.exists():
-            check_output_path(Path(path).parent, flag, folder=True)  # the writer creates it
+        if path is None:
+            continue
+        if what == "file, folders created" and not Path(path).parent.exists():
+            check_output_path(Path(path).parent, flag, folder=True)  # the writer creates it; no input is in it
+            resolved = Path(path).resolve()
         else:
-            check_output_path(path, flag, folder=what == "folder")
+            resolved = resolve_output(path, flag, [i for i in inputs if i], folder=what == "folder")
+        if dest not in paths:
+            setattr(args, dest, str(resolved))
+
+
+def target_file(target: str) -> str | None:
+    """The file a ``path.py:function`` TARGET names (None for ``package.module:function``)."""
+    where, sep, _ = str(target).rpartition(":")
+    return where if sep and where.endswith(".py") else None
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS", "SUBCOMMAND_MODULES"]
 
 # subcommand -> the module (relative to specproof.harness) whose add_parser adds it, in help order
 SUBCOMMANDS = {"reference": "cli.reference", "prove": "cli.prove", "check": "cli.check", "report": "cli.report",
-               "campaign": "cli.campaign", "compare": "cli.compare", "bench": "cli.bench", "bench-reference": "cli.bench_reference"}
+               "campaign": "cli.campaign", "compare": "cli.compare", "bench": "cli.bench"}
 SUBCOMMAND_MODULES = tuple(SUBCOMMANDS.values())
 
 

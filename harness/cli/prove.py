@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise SpecproofInputError("--timeout", f"{args.timeout} is not a positive finite number of seconds",
                                   f"pass e.g. --timeout {DEFAULT_TIMEOUT:g}")
-    options.check_options(args)
+    options.check_options(args, inputs=tuple(options.target_file(spec) for spec in (args.rule or ())))
     json_path = args.json
     entries = list(catalogue()) if args.all else []
     seen = {e.name for e in entries}

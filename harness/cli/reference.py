@@ -120,7 +120,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    options.check_options(args)  # --json before any work: a bad path never throws a result away
+    npy = [w for words in (args.p, args.q) for w in (words if isinstance(words, list) else [words])
+           if isinstance(w, str) and w.strip().endswith(".npy")]
+    options.check_options(args, inputs=tuple(npy))  # --json before any work: a bad path never throws a result away
     p = parse_vector(args.p, "--p")
     q = parse_vector(args.q, "--q")
     softmax_info = None

@@ -18,7 +18,7 @@ __all__ = ["REPORT", "BENCH", "BENCH_REFERENCE", "CHECK", "PROVE", "REFERENCE", 
 
 REPORT = FileKind("specproof-report", 2, "specproof report", file_name="a results.json", legacy_names=(None,))
 BENCH = FileKind("bench", 1, "specproof bench", file_name="a bench.json")
-BENCH_REFERENCE = FileKind("bench-reference", 1, "specproof bench-reference")
+BENCH_REFERENCE = FileKind("bench-reference", 1, "specproof bench --only reference")
 CHECK = FileKind("check", 1, "specproof check --json")
 PROVE = FileKind("prove", 1, "specproof prove --json", legacy_names=(None,))
 REFERENCE = FileKind("reference", 1, "specproof reference --json")

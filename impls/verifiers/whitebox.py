@@ -29,7 +29,7 @@ import torch
 
 from specproof.impls.contract import check_step
 
-__all__ = ["WhiteboxStepLaw", "StepLaw", "step_ratio", "step_product", "step_log", "step_residual_clamped",
+__all__ = ["WhiteboxStepLaw", "step_ratio", "step_product", "step_log", "step_residual_clamped",
            "normalised_residual"]
 
 
@@ -45,10 +45,6 @@ class WhiteboxStepLaw(NamedTuple):
     rejection: torch.Tensor
     residual: torch.Tensor
     output: torch.Tensor
-
-
-StepLaw = WhiteboxStepLaw
-"""The former name, kept importable (``specproof.impls.StepLaw``)."""
 
 
 def normalised_residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

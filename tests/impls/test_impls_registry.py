@@ -171,10 +171,9 @@ def test_rule_names_are_the_proofs_rule_names():
 
 
 def test_the_whitebox_step_law_has_its_own_name():
-    """``StepLaw`` names the proofs' exact law; the float white-box record is WhiteboxStepLaw (old name kept)."""
+    """``StepLaw`` names the proofs' exact law; the float white-box record is WhiteboxStepLaw (no former name)."""
     from specproof.proofs import StepLaw as ExactStepLaw
-    from specproof.impls.verifiers.whitebox import StepLaw as old_name
 
-    assert impls.WhiteboxStepLaw is old_name is impls.StepLaw
+    assert not hasattr(impls, "StepLaw")
     assert impls.WhiteboxStepLaw is not ExactStepLaw
     assert isinstance(impls.step_ratio(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0])), impls.WhiteboxStepLaw)

@@ -1,5 +1,5 @@
 """The shared options (harness/cli/options.py): declared once, checked once, the same on every command;
-``bench --only reference`` and its old spelling ``bench-reference`` run the same timing."""
+``bench --only reference`` runs the exact reference's timing."""
 
 import json
 
@@ -41,25 +41,23 @@ def test_device_choices_are_the_registry_devices():
     assert options.DEVICES == DEVICES
 
 
-def test_bench_only_reference_and_bench_reference_run_the_same_timing(tmp_path, capsys):
+def test_bench_only_reference_writes_the_reference_timing(tmp_path, capsys):
     (tmp_path / "new").mkdir()
     args = ["--vocab", "4", "8", "--repeats", "1", "--seed", "3"]
     assert main(["bench", "--only", "reference", "--out", str(tmp_path / "new"), *args]) == 0
-    assert main(["bench-reference", "--out", str(tmp_path / "old.json"), *args]) == 0
     new = json.loads((tmp_path / "new" / "reference.json").read_text())
-    old = json.loads((tmp_path / "old.json").read_text())
-    assert new["kind"] == old["kind"] == "bench-reference"
-    assert new["provenance"]["seeds"] == old["provenance"]["seeds"] == [3]
-    rows = [[(r["vocab"], r["outputs_agree_exactly"]) for r in d["result"]["rows"]] for d in (new, old)]
-    assert rows[0] == rows[1] == [(4, True), (8, True)]
+    assert new["kind"] == "bench-reference" and new["provenance"]["seeds"] == [3]
+    assert [(r["vocab"], r["outputs_agree_exactly"]) for r in new["result"]["rows"]] == [(4, True), (8, True)]
     assert not (tmp_path / "new" / "bench.json").exists()
+    with pytest.raises(SystemExit) as gone:  # no former spelling
+        main(["bench-reference"])
+    assert gone.value.code == 2
 
 
 @pytest.mark.parametrize("argv, flag", [
     (["bench", "--vocab", "4"], "--vocab"),
     (["bench", "--repeats", "2"], "--repeats"),
     (["bench", "--seed", "-1"], "--seed"),
-    (["bench-reference", "--seed", str(2 ** 63)], "--seed"),
     (["bench", "--only", "reference", "--seed", "-5"], "--seed"),
 ])
 def test_bench_usage_errors_name_the_flag_and_write_nothing(argv, flag, tmp_path, capsys, monkeypatch):

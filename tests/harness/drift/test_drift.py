@@ -15,7 +15,7 @@ from specproof.proofs.errors import SpecproofInputError
 from specproof.harness.drift.whitebox import FIELDS, measure_whitebox, round_to_dtype
 from specproof.harness.check.testing.strategies import law_pairs
 from specproof.harness.exact.dtypes import TORCH_DTYPES
-from specproof.impls.verifiers.whitebox import StepLaw, step_log, step_product, step_ratio, step_residual_clamped
+from specproof.impls.verifiers.whitebox import WhiteboxStepLaw, step_log, step_product, step_ratio, step_residual_clamped
 
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 FORMS = {"ratio": step_ratio, "product": step_product, "log": step_log}
@@ -35,7 +35,7 @@ def perturbed(field_name, index, value):
         tensor = law[field_name].clone().reshape(-1)
         tensor[index] = value
         law[field_name] = tensor.reshape(law[field_name].shape)
-        return StepLaw(**law)
+        return WhiteboxStepLaw(**law)
     return step
 
 
@@ -127,7 +127,7 @@ def test_residual_clamped_caught_by_the_bound_in_float16():
 def test_computing_in_bfloat16_while_claiming_float32_is_flagged():
     def bf16_inside(p, q):
         law = step_ratio(p.to(torch.bfloat16), q.to(torch.bfloat16))
-        return StepLaw(*(t.to(p.dtype) for t in law))
+        return WhiteboxStepLaw(*(t.to(p.dtype) for t in law))
 
     p, q = dirichlet(64, 3), dirichlet(64, 4)
     result = measure_whitebox(bf16_inside, p, q, dtype="float32")
@@ -139,7 +139,7 @@ def test_computing_in_bfloat16_while_claiming_float32_is_flagged():
 
 def test_float32_claiming_float64_is_flagged():
     def f32_inside(p, q):
-        return StepLaw(*(t.double() for t in step_ratio(p.float(), q.float())))
+        return WhiteboxStepLaw(*(t.double() for t in step_ratio(p.float(), q.float())))
 
     result = measure_whitebox(f32_inside, dirichlet(64, 5), dirichlet(64, 6), dtype="float64")
     assert not result.within_tolerance and "accept" in result.failing_fields()

@@ -136,7 +136,7 @@ def test_bench_reference_refuses_a_bad_out_before_measuring(tmp_path, capsys, mo
 
     monkeypatch.setattr(bench_reference, "bench_exact_reference",
                         lambda *a, **k: pytest.fail("measured before checking --out"))
-    assert main(["bench-reference", "--vocab", "4", "--out", str(tmp_path / "nowhere" / "r.json")]) == 2
+    assert main(["bench", "--only", "reference", "--vocab", "4", "--out", str(tmp_path / "nowhere")]) == 2
     assert "--out: the folder" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 

@@ -171,7 +171,7 @@ def rounded_step(p, q):
         mantissa, exponent = torch.frexp(t.double())
         return torch.ldexp(torch.round(mantissa * 2.0**bits) / 2.0**bits, exponent).to(t.dtype)
 
-    return impls.StepLaw(law.target, chop(law.accept), chop(law.accepted_mass), law.rejection,
+    return impls.WhiteboxStepLaw(law.target, chop(law.accept), chop(law.accepted_mass), law.rejection,
                          chop(law.residual), chop(law.output))
 
 

@@ -350,7 +350,7 @@ def test_report_exits_1_when_an_exact_implementation_is_flagged(tmp_path, monkey
 def _bfloat16_inside(p, q):
     """Claims the input dtype, rounds every field through bfloat16."""
     law = impls.step_ratio(p, q)
-    return impls.StepLaw(*(t.to(torch.bfloat16).to(p.dtype) for t in law))
+    return impls.WhiteboxStepLaw(*(t.to(torch.bfloat16).to(p.dtype) for t in law))
 
 
 # -- the committed sample ------------------------------------------------------------------------------
