@@ -6,8 +6,6 @@ layout follows vLLM/FlashInfer: ``draft_probs [B,K,V]``, ``target_probs [B,K+1,V
 ``draft_token_ids [B,K]`` -> ``emitted [B,K+1]`` int64 padded with ``-1``.
 
 This package never imports ``specproof.harness``: it is the code under test.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 Each public verifier calls exactly one of :func:`check_round`, :func:`check_step` or
 :func:`check_multidraft` before touching its inputs. Errors name the offending argument and say
 how to fix it; shape and type problems raise ``TypeError``/``ValueError`` before any value check.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ exact w.r.t. the processed target only if both sides and the bonus row see the s
 Removed tokens get logit ``-inf`` (probability exactly 0). :meth:`Processors.process_probs` applies
 the pipeline to probabilities through ``log p`` (``p = 0 -> -inf``), for verifiers that only receive
 probabilities; ``softmax(log p)`` returns ``p / sum p`` up to one rounding per entry.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

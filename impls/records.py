@@ -1,7 +1,4 @@
-"""The default registry: every implementation under test, correct ones first, then the zoo.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
-"""
+"""The default registry: every implementation under test, correct ones first, then the zoo."""
 
 from __future__ import annotations
 

@@ -10,8 +10,6 @@ same list (:func:`specproof.impls.implementations`). Contracts:
 - ``"whitebox"``: ``fn(p, q) -> WhiteboxStepLaw`` for ``p, q`` of shape ``[V]`` or ``[B,V]``;
 - ``"multidraft"``: ``fn(draft_probs [B,V], target_probs [B,V], draft_token_ids [B,n], generator)
   -> emitted [B]`` int64 (one position, ``n`` i.i.d. siblings; see :mod:`.multidraft`).
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ exact (a picked weight is compared with 0); the rate is count / rows.
 Measured (torch 2.13.0 CPU, seed 0, V=1000): in float16, 9 zero-weight picks in 1,000,000 target
 rows and 14 in 1,000,000 residual rows; 0 and 0 in bfloat16 and float32.  This is why the registry
 labels the ``*-multinomial`` implementations inexact in float16 on CPU (impls/records.py).
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

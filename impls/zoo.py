@@ -13,8 +13,6 @@ a processor of its own to one side or one row, with :meth:`.Processors.process_p
 ``log p``), as a runtime does when its sampling parameters reach only one code path.
 :func:`make_target_only_processed`, :func:`make_bonus_only_processed` and
 :func:`make_draft_processed_in_verifier` build the same bugs around any pipeline.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -9,9 +9,6 @@
 * :func:`catalogue`, :func:`prove_rule`, :func:`prove_all`, :func:`theorems`, :func:`prove_theorem`;
   user rules via :func:`load_user_rule` (``path.py:name``), run on opaque values (:class:`RuleUsageError`
   when they step outside the Arith interface).
-
-Layer: proofs (the package facade); its names load lazily from the proofs subpackages; proofs
-imports neither the harness nor impls.
 """
 
 # Imported on first use (PEP 562): the backends pull in torch, sympy and z3, seconds that a command

@@ -1,7 +1,4 @@
-"""The one exception type that bad input raises, everywhere in specproof.
-
-Layer: proofs, shared infrastructure; imports nothing from specproof, and any module may import it.
-"""
+"""The one exception type that bad input raises, everywhere in specproof."""
 
 from __future__ import annotations
 

@@ -5,8 +5,6 @@
 submodule when first asked (PEP 562 semantics, on a module subclass).  Where a submodule is named like
 the function it defines (``catalogue.catalogue``), the package keeps the function even after the
 submodule loads, as the eager import did.
-
-Layer: proofs, shared infrastructure; imports nothing from specproof, and any module may import it.
 """
 
 from __future__ import annotations

@@ -30,8 +30,6 @@ far above ``alpha_test``; :func:`chi_square_null_rate` measures it.
 
 The float32 target is renormalised in float64 for the expectations, so rounding of the inputs is
 not counted against a verifier (its size, about ``1e-7``, is far below either test's resolution).
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

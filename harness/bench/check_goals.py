@@ -23,8 +23,6 @@
    at least ``AT_SCALE`` rows): each call sleeps until it has taken ``rows x seconds_per_row``.
    Goal: every member whose exact total variation from the canonical law is at least 0.1 in the
    enumerable scenario where it is largest (:mod:`.oracle`, ``tv``) is flagged.
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

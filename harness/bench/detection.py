@@ -35,8 +35,6 @@ law is exact; never more rows than the first-token chi-square where both catch (
 Each is measured twice: on the test rows (the lead's definition: what the anytime-valid run consumed)
 and on all rows (what the verifier was called with: the reproducibility pair and the RNG edge injection
 too when a run reached them before its first finding).
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

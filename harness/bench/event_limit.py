@@ -19,8 +19,6 @@ would need.  ``test rows / event-limited rows`` is then the allocation's loss, a
 rows / N*`` the test's.  Zero-tolerance events and impossible outcomes are certain findings (no
 threshold) and are not in this count: a member none of whose tested sides is shifted beyond its band
 (caught, if at all, by certain findings or the RNG edge injection) has none.
-
-Layer: harness.bench (4). May import harness.check, exact, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

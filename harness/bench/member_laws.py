@@ -27,8 +27,6 @@ output on the rounded row, taken exactly.  transformers sees ``softmax(log p)``,
 ``p / sum p`` (its adapter: equal up to about an ulp), accepting a ``p = 0`` draft on ``r == 0`` only
 in releases before 5.25.0 (``r <= p/q``; 5.25.0 tests ``r < p/q``); its all-zero-residual division
 raises, an outcome (:data:`RAISED`) no lossless verifier has.
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

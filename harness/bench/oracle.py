@@ -42,8 +42,6 @@ enumerable scenarios of the default suite, naming the scenario.  ``N*`` against 
 canonical rule's law, a member of ``L``) is reported beside it (the same two formulas, ``m`` being
 the mass where ``P_good = 0``): a test against the one law ``P_good`` alone is not valid against the
 composite null, and needs at most as many rows, as many where ``P_good`` is the projection.
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ Both interpret the same rule (:func:`specproof.proofs.step_law`) on the same flo
 same run; the fast path is timed best-of-``repeats`` (after one warm-up), the plain path once (it
 takes seconds).  Their outputs are compared exactly.  ``specproof bench --only reference`` writes the
 figures as JSON (schema, provenance) under ``reports/``.
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """``bench.md``: the benchmark's figures as one Markdown section (``## Benchmarks``, subsections ``###``),
 rendered from the ``bench.json`` document alone, so a report can embed it or re-render it.
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

@@ -84,8 +84,6 @@ Sections (each measured in the same process, one after the other, never concurre
     goals: {name: {statement, measured, met (null: not measured in this mode)}}
 
 ``bench.md`` renders the same figures as a Markdown section (:mod:`.bench_render`).
-
-Layer: harness.bench (4). May import harness.drift, check, exact, files, impls and proofs; never cli or report.
 """
 
 from __future__ import annotations

@@ -1,4 +1,1 @@
-"""Statistical checks of black-box verifiers: scenarios, events, tests, the runner, its result, hypothesis strategies, asserts and the pytest plugin.
-
-Layer: check. May import harness.exact, harness.files, proofs, impls.
-"""
+"""Statistical checks of black-box verifiers: scenarios, events, tests, the runner, its result, hypothesis strategies, asserts and the pytest plugin."""

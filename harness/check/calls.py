@@ -9,8 +9,6 @@ the JSON is written only after the run).  Through the API (``hard_exit=False``) 
 every ``grace`` seconds and the call is refused as soon as it returns.  Off the main thread, or
 without ``SIGALRM``, no limit can be enforced in-process (stated in ``check``'s docstring).
 :class:`Caller` is the one way the check, the reproducibility pair and the injection call the target.
-
-Layer: harness.check (2); imports proofs only (scenarios for typing).
 """
 
 from __future__ import annotations

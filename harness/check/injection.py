@@ -31,8 +31,6 @@ given to first order only: the injected run is the real law with the edge's mass
 ``f' = f + (1 - f) P`` per entry, so when a row fails through one entry equal to the edge,
 ``rate ~ injected_rate P / f'`` (biased by O(f) where earlier injected entries change which entry is
 reached).  The exact rate of a uniforms-contract core is :func:`specproof.harness.drift.grid.measure_grid`.
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""The check's progress display: one tqdm bar over every row of a run, or one line per batch.
-
-Layer: harness.check (2); imports tqdm only (lazily).
-"""
+"""The check's progress display: one tqdm bar over every row of a run, or one line per batch."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """What a check returns: the three-way verdict, findings, per-scenario power, and its text.
 
-Layer: harness.check (2); imports proofs, harness.files and harness.exact.
-
 Verdict (:class:`Verdict`, the vocabulary's ``CheckVerdict``; the JSON field ``verdict`` holds its value):
 
 * ``fail`` (exit 1) - at least one finding: an event the exact law rules out (certain), an event

@@ -1,8 +1,4 @@
-"""Command-line front-ends: the main parser (:mod:`.parser`) and one module per command.
-
-Layer: cli (the top). May import everything below it: report, bench, drift, check, exact, files, proofs,
-impls. Nothing imports the cli except the console script and tests.
-"""
+"""Command-line front-ends: the main parser (:mod:`.parser`) and one module per command."""
 
 from specproof.harness.cli.parser import build_parser, main
 

@@ -7,8 +7,6 @@ where no CUDA device exists.  ``--only reference`` times the exact reference's f
 Fractions only (:mod:`specproof.harness.bench.reference`, ``--vocab``, ``--repeats``) and writes
 ``DIR/reference.json``;
 kept, whose ``--out`` names the file.
-
-Layer: cli (level 5); imports harness.bench (when the command runs), harness.cli.options.
 """
 
 from __future__ import annotations

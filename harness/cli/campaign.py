@@ -20,8 +20,6 @@ at the end.  Exit 0 when every implementation expected exact passed and every pr
 when some row is not as expected; 4 when a cell could not run (its device is not available here, or a
 task was lost on Ray); 2 on a usage error (a bad file, key or value: nothing is run).  Ctrl-C and
 SIGTERM stop the run and keep the previous report; the cells completed so far stay cached (exit 130).
-
-Layer: harness.cli (level 5, the top); may import every harness room below it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ over Ray tasks (:mod:`specproof.harness.check.scale.ray_engine`); with no ``--ad
 ``num_cpus = --workers`` is started and stopped by the command, else the cluster at the address is
 joined (its nodes must import TARGET: the same path, or an installed package).  Every contract.
 Ray is the optional extra ``specproof[ray]``; without it ``--engine ray`` exits 2 naming the install.
-
-Layer: harness.cli (level 5, the top); imports neither torch nor Ray at module level.
 """
 
 from __future__ import annotations

@@ -13,9 +13,6 @@ Exit 1 on a regression, 0 otherwise.  ``--fail-on worse`` (the default) counts `
 ``--fail-on new-failure`` counts ``!`` only.  A ``+`` needs a figure to grow beyond its derived
 tolerance while the verdict stays the same, so the default never fails on noise.  Exit 2 on usage
 errors: a missing or unreadable file, a file of a newer schema, a bad ``--json`` path.
-
-Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
-drift, check, exact, files), proofs and impls.
 """
 
 from __future__ import annotations

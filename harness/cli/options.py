@@ -7,8 +7,6 @@ output path the command was given, with
 :func:`specproof.harness.files.provenance.check_output_path`, and the seed range, before the command
 measures or writes anything.  A bad value raises
 :class:`~specproof.proofs.errors.SpecproofInputError` naming the flag and the fix (exit 2).
-
-Layer: cli (level 5); imports harness.files and proofs.errors only, so ``--help`` stays light.
 """
 
 from __future__ import annotations

@@ -7,9 +7,6 @@ module is imported, so a command pays for its own dependencies only (``reference
 detected drift, a regression), 2 a usage error: bad input raises
 :class:`~specproof.proofs.SpecproofInputError`, which is printed and turned into 2 before anything is
 written.
-
-Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
-drift, check, exact, files), proofs and impls.
 """
 
 from __future__ import annotations

@@ -12,9 +12,6 @@ theorems T1-T7.  ``--json`` writes ``{"schema": 1, "kind": "prove", "provenance"
 expects PROVED: BOUNDED counts only with ``--accept-bounded``; every theorem PROVED), 1 otherwise, 2
 on a usage error (nothing is written then).  Each rule runs in a child process stopped after
 ``--timeout`` seconds (INCONCLUSIVE).
-
-Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
-drift, check, exact, files), proofs and impls.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""``specproof reference``: the exact reference of one verification step, from the command line.
-
-Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
-drift, check, exact, files), proofs and impls.
-"""
+"""``specproof reference``: the exact reference of one verification step, from the command line."""
 
 from __future__ import annotations
 

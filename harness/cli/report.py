@@ -15,9 +15,6 @@ check catches is reported, not an error.  SIGTERM and Ctrl-C stop the worker pro
 previous report (exit 130).  ``--engine ray`` runs the same task plan as Ray tasks (on a local Ray
 of ``--workers`` CPUs started and stopped by the command, or on the cluster at ``--address``) and
 writes the same rows; ``--jobs`` then does not apply.
-
-Layer: harness.cli (level 5, the top); may import every harness room below it (report, bench,
-drift, check, exact, files), proofs and impls.
 """
 
 from __future__ import annotations

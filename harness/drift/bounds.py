@@ -20,8 +20,6 @@ residual.  Per entry ``|f - e| <= B``:
   ``B = [(1 + u_op) b_w N_i + R_i (E_Z + u_op Z)] / (Z - E_Z) + eps/2``, else ``B = 1 + u_op`` (vacuous:
   the exact residual is not determined at this precision; ``Z = 0`` has the all-zero convention);
 * output: ``B = B_M + B_rej R_i + |rej_f| B_R + u_op |rej_f R_f| + u_op/(1 - u_op) |f| + eps/2``.
-
-Layer: harness.drift (3); imports harness.exact only.
 """
 
 from __future__ import annotations

@@ -34,8 +34,6 @@ by ``log q``, say) is drift, measured by the TV; otherwise
 ``exact`` (TV 0), ``within-grid-tolerance`` (TV at most ``min(1, (K+1)(delta + V delta/2 + (V+3) u))``,
 :func:`grid_round_tolerance`, which is :func:`~specproof.harness.exact.tolerances.round_tolerance` with the
 grid's own ``delta``) or ``algorithmic-bias``.
-
-Layer: harness.drift (3); imports proofs, harness.exact, harness.files and harness.check.scenarios.
 """
 
 from __future__ import annotations

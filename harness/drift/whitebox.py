@@ -28,8 +28,6 @@ Bounds: :mod:`.drift_bounds` (forward error analysis, per field).  The check is 
 float64 evaluation of the bound formula), far below any dtype's ulp.  Independently of any tolerance,
 every field must be exactly 0 where the exact target is 0 (``impossible_mass``): every correct formula
 keeps that in floats (``min(p, q)``, ``p/q``, ``exp(-inf)``, ``relu(0 - q)`` are exact zeros).
-
-Layer: harness.drift (3); imports proofs, harness.exact and .bounds.
 """
 
 from __future__ import annotations

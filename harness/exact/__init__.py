@@ -1,4 +1,1 @@
-"""Exact mathematics of the harness: exact conversion, the exact reference, the certified softmax, dtype-derived tolerances.
-
-Layer: exact. May import proofs.
-"""
+"""Exact mathematics of the harness: exact conversion, the exact reference, the certified softmax, dtype-derived tolerances."""

@@ -8,8 +8,6 @@ Fraction, sympy Rational) pass through unchanged.  NaN and infinities are refuse
 exact value, torch's conversion for floats).
 
 ``DTYPES`` and the dtype names live in :mod:`.dtypes` (re-exported here for old imports).
-
-Layer: harness.exact (1); imports proofs and .dtypes only.
 """
 
 from __future__ import annotations

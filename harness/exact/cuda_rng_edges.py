@@ -34,8 +34,6 @@ Mappings (reimplemented here, checked on chosen integers in ``tests/harness/exac
 * ``multinomial`` (``aten/src/ATen/native/Distributions.cpp``, ``multinomial_out``): with one sample (or
   without replacement) it is ``argmax(w / E)`` with ``E = exponential_()`` in ``w``'s dtype, so its
   draws are ``"exponential"`` draws; with no ``E = 0`` on CUDA, ``0/0 = NaN`` cannot win there.
-
-Layer: harness.exact (1); imports proofs and harness.exact only.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The one dtype table: names, significand bits, exponent range, uniform grid and torch dtype.
 
-Layer: harness.exact (1); imports only proofs.errors (and torch lazily, inside :func:`torch_dtype`).
-
 Per dtype ``u = 2^-precision`` (unit roundoff), ``eps = 2u``, smallest subnormal ``2^min_exponent``,
 ``torch.rand`` ideal grid ``k 2^-uniform_bits``.  Every tolerance and every dtype list in the harness
 starts from :data:`DTYPES`; :data:`DTYPE_NAMES` is its key tuple, narrowest first.

@@ -12,8 +12,6 @@ their edge labels, and the function that lists the edges.  Records:
 
 :func:`edge_model_for_device` maps a torch device to its record (``cpu`` -> ``torch-cpu``,
 ``cuda`` -> ``torch-cuda``).
-
-Layer: harness.exact (1); imports proofs and harness.exact only.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ runtime accumulates in (Higham's ``gamma_{V-1}``, float32 for half types)::
 
 Exact inputs (ints, Fractions, sympy Rationals) must sum to exactly 1.  ``weights=True`` accepts any
 non-negative vector with a positive sum (counts, unnormalised weights) and normalises it.
-
-Layer: harness.exact (1); imports proofs and harness.exact only.
 """
 
 from __future__ import annotations

@@ -25,8 +25,6 @@ seeded draws).  Two draw kinds:
 CUDA's generator (Philox via curand, different grids) is modelled in :mod:`.cuda_rng_edges` and Triton's
 in :mod:`.triton_rng_edges`; :mod:`.edge_models` holds the three as records of one ``EdgeModel``.
 :func:`edge_values` here refuses non-CPU devices.
-
-Layer: harness.exact (1); imports proofs and harness.exact only (never check/ or drift/).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The one rounded pair: a target/draft pair as a runtime receives it in a dtype, and its exact law.
 
-Layer: harness.exact (1); imports proofs (ToyPair, MAX_SEQUENCES, errors) and harness.exact only.
-
 A pair's conditional rows are stored once per *row key* of the prefix: ``(len(prefix), class of the
 last token)`` for a scenario's tables (class ``= token mod C``, position 0 uses class 0), the prefix
 itself for a :class:`~specproof.proofs.laws.sequences.ToyPair`.  Each row is rounded once to the

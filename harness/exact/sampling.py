@@ -27,8 +27,6 @@ under test: the arithmetic bound of one softmax row and its partial sums, as in 
 of its threshold, or when two near-equal tokens straddle the top-p boundary (top-k: when rounding
 ``l / T`` could tie the k-th and next logits): there a correct float
 implementation may decide either way, so scenarios keep away from boundaries.
-
-Layer: harness.exact (1); imports proofs, harness.exact and impls (the processing order; the processors lazily).
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ logit needs about ``d / ln 2 + precision_bits`` bits.  Spreads beyond :data:`MAX
 ``= 16494 ln 2`` (about 11,433) are refused: such a token's probability is below ``2^-16494``, the
 smallest subnormal of IEEE binary128, so it is 0 in every float format a softmax is computed in, and a
 mask written as a huge negative logit (``-1e30``, ``finfo.min``) is best expressed by removing the token.
-
-Layer: harness.exact (1); imports proofs and harness.exact only.
 """
 
 from __future__ import annotations

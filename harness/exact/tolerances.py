@@ -1,7 +1,5 @@
 """Derived tolerances: how far a *correct* float implementation's law may sit from the exact law.
 
-Layer: harness.exact (1); imports .dtypes only.
-
 One table (:data:`~specproof.harness.exact.dtypes.DTYPES`) gives, per dtype, the unit roundoff ``u`` and
 the uniform grid ``g = 2^-d`` of ``torch.rand`` (d = 8, 11, 24, 53).  For one verification step over
 a vocabulary of ``V`` tokens, with the inputs already rounded to the dtype (the harness computes the

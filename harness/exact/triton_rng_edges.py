@@ -19,8 +19,6 @@ takes its 32-bit words as uniform on ``[0, 2^32)`` and follows them through the 
   largest value (``u1 <= 1e-7``, ``u2 = 0``) and the smallest (``u1 <= 1e-7`` and ``u2`` nearest 1/2),
   computed with correctly rounded float32 ``log``/``sqrt``/``cos`` (the interpreter's numpy; a GPU's
   libdevice is within an ulp).
-
-Layer: harness.exact (1); imports proofs and harness.exact only (triton is not needed to read the model).
 """
 
 from __future__ import annotations

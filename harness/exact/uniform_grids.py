@@ -10,8 +10,6 @@ Grids (:func:`uniform_grid`).  ``u = phi(k)`` for ``k`` uniform on ``[0, N)``:
 
 The grid's resolution is its discrepancy ``delta = sup_t (F(t) - t) - inf_t (F(t) - t)`` with
 ``F(t) = P(u < t)``; ``delta = 2^-d`` for ``k 2^-d``.
-
-Layer: harness.exact (1); imports proofs and harness.exact only (never check/ or drift/).
 """
 
 from __future__ import annotations

@@ -1,4 +1,1 @@
-"""What specproof writes: provenance, JSON envelopes, atomic writes.
-
-Layer: files (beside exact). May import proofs.errors only.
-"""
+"""What specproof writes: provenance, JSON envelopes, atomic writes."""

@@ -1,7 +1,5 @@
 """One JSON envelope for every file specproof writes: ``kind``, ``schema``, ``provenance``, payload.
 
-Layer: files (beside exact). May import proofs.errors and harness.files only.
-
 On disk an envelope is one flat JSON object (the shape every file had before the envelope existed,
 so older readers keep working)::
 

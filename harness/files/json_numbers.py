@@ -1,7 +1,5 @@
 """Non-finite floats in JSON: written as the words ``"inf"``, ``"-inf"``, ``"nan"``, read back as floats.
 
-Layer: files (beside exact). May import the standard library only.
-
 Strict JSON has no infinity or NaN (``json.dumps`` would write the bare tokens ``Infinity``/``NaN``, which
 strict readers refuse), so every file specproof writes spells them as words.  ``number_word(x)`` is ``x``
 for finite ``x`` and the word otherwise; :func:`json_safe` applies it through dicts, lists and tuples

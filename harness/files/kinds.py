@@ -1,7 +1,5 @@
 """Every kind of file specproof writes, with its current schema: the one list (:class:`~.envelope.FileKind`).
 
-Layer: files (beside exact). May import harness.files only.
-
 A kind's migrations are registered where its format is defined (``REPORT``'s in
 :mod:`specproof.harness.report.schema`); a kind without any has had one schema so far.
 ``PROVE`` files were written without ``kind`` before the envelope; they load as ``prove``.

@@ -1,7 +1,4 @@
-"""How a number is written in a table or a sentence of a report (``report.md``, ``bench.md``, the terminal).
-
-Layer: files (beside exact). May import harness.files only.
-"""
+"""How a number is written in a table or a sentence of a report (``report.md``, ``bench.md``, the terminal)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,6 @@ Commands call :func:`resolve_output` on every output argument before their run (
 runs, which could change the working directory): it returns the absolute path to write, and refuses a path
 that could not be written (:func:`check_output_path`) or that is one of the command's inputs, so an output
 never overwrites the verifier's source, a ``--p`` file or a compared baseline.
-
-Layer: files (beside exact). May import proofs.errors only.
 """
 
 from __future__ import annotations

@@ -27,8 +27,6 @@ expected verdict (a rule refuted as expected included) and a known-bad member th
 ``unexpected`` (red) for an implementation expected exact, or a proof, that is not as expected (what
 makes ``specproof report`` exit 1); ``caveat`` (amber) for a row as expected that could not see much or
 that a known defect outside the code touches (statuses ``weak``, ``missed``, ``defect``).
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -41,8 +41,6 @@ cell with a task lost on Ray is incomplete and is not cached.  Either makes the 
 unexpected row exits 1, as for ``specproof report``.
 
 Rows of a device other than ``cpu`` carry `` @DEVICE`` in their input (keys stay unique across devices).
-
-Layer: harness.report (4). May import harness.check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

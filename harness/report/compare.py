@@ -32,8 +32,6 @@ different power and inputs: the comparison states the mismatch (:attr:`Compariso
 verdict is unchanged is never a regression there - a figure beyond its threshold is ``x`` with the reason,
 not ``+`` - and neither is a known-bad member whose detection is lost (or a new row of one not caught):
 ``x`` with the reason.  An implementation expected exact, or a proof, no longer as expected is still ``!``.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ One ``pipeline`` row per pipeline, key ``pipeline/NAME/float32/SUITE``:
 
 ``--quick`` runs :data:`QUICK_PIPELINES` only (the canonical pipeline and two mutants).  Config
 overrides (``pipeline_rows``, ``pipeline_transformers_rows``) fix the rows per scenario (tests).
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ Four kinds of rows (:mod:`.report_schema` describes the fields):
 A task never raises for a misbehaving implementation: an exception inside the code under test is an
 ``error`` row (flagged, so a zoo member that raises counts as caught); an input the dtype cannot
 represent is a skip with its reason.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

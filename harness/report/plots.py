@@ -4,8 +4,6 @@ Each function takes the ``results.json`` document and returns ``(png_bytes, capt
 the document holds no data for it; the caption is the one-sentence explanation printed under the figure.
 Zeros cannot sit on a logarithmic axis: an exact 0 is drawn at the panel's floor with a hollow marker.
 Every bound line is labelled in its panel's legend.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

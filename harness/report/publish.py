@@ -6,8 +6,6 @@ previous report or the new one, never a mix or half a file.  SIGTERM, SIGINT and
 for the two renames and the clean-up, so a kill in that window cannot leave the previous report only in
 the hidden ``.NAME.*.old`` folder; after a SIGKILL in that window (which nothing can hold back),
 :func:`recover_previous` puts the previous report back before the next run.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

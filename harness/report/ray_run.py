@@ -14,8 +14,6 @@ already ``error`` rows) yields no rows but an *incomplete* entry with the reason
 the records it would have measured count as not measured (never as passed, never as caught), and
 ``specproof report`` exits 4.  Ctrl-C or SIGTERM cancels every submitted task (``force``), stops a Ray
 the command started, and publishes nothing.
-
-Layer: harness.report (4); imports harness.check (the Ray session), harness.report and impls; Ray only here.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ PNG and has no external reference (no script, no font, no stylesheet link), so i
 cells (:class:`~.analysis.Folded`, or longer than :data:`FOLD_AT` characters) are folded in
 ``<details>``.  The Markdown names the figures and their one-sentence explanations and points to the HTML
 for the images.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Typed records of ``results.json``: a report :class:`Row`, its :class:`Figure` s and :class:`Hashes`.
 
-Layer: harness.report (4). May import harness.files and harness.report.schema.
-
 The document stays JSON (what is written, validated and migrated, :mod:`.schema`); these frozen records
 are how the report reads and builds it: ``Row.from_json(row)`` for a row of a loaded document,
 ``row.to_json()`` for the dict written.  ``to_json(from_json(x)) == x`` for every row specproof writes

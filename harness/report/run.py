@@ -21,8 +21,6 @@ Budgets (:class:`ReportConfig`; ``--quick`` halves everything that scales):
   lossless ones at detectable TV 0.045, mutants fail-fast; ``--quick``: canonical and two mutants).
 
 Publication is atomic (:mod:`.report_publish`): the previous report or the new one, never a mix.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

@@ -37,8 +37,6 @@ each callable, then, recursively (memoised, to depth :data:`HASH_DEPTH`), the so
 specproof function or class its code names as a global or holds in a closure cell.  So editing
 ``step_law`` changes the rule hash of every step rule, and editing the exact reference changes the
 reference hash of every white-box row.
-
-Layer: harness.report (4). May import harness.drift, check, exact, files, impls and proofs; never cli or bench.
 """
 
 from __future__ import annotations

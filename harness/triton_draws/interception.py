@@ -16,9 +16,6 @@ the interpreter) are not reached: :func:`require_interpreter` refuses them with 
 :func:`randomness_sources` reads a kernel's source (and the ``@triton.jit`` functions it calls) and
 reports the primitives it draws from and the signs of randomness built by hand from integer hashes
 (xor-shift mixing, multiplication by large odd constants, ``umulhi``), which no interception can see.
-
-Layer: harness (imports harness.exact and proofs.errors only); triton is imported lazily (the
-``triton`` extra).
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ follows, which side its letters mean, and how the harness generator becomes the 
 
 Each is tested without the runtime against the canonical rule written in that runtime's layout
 (:mod:`specproof.impls.runtime_layouts`).
-
-Layer: impls. Never imports the harness.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ A signature that matches none of the forms raises ``SpecproofInputError("--adapt
 which the CLI turns into exit 2. Names are compared, not only counts: passing a batched ``verify`` to
 ``--adapter vllm-v1`` is refused before any call. ``functools.partial`` objects and callable objects
 (an ``nn.Module`` instance: its ``forward``) are inspected through :func:`inspect.signature`.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

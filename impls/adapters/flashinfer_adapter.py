@@ -17,8 +17,6 @@ Letters: FlashInfer's kernel calls the *draft* probability ``p`` and the *target
 position. Conversion: ``draft_token_ids`` as int32 (FlashInfer's id dtype), probabilities in the
 dtype and on the device under test, the output's first element (``output_token_ids [B, K+1]`` int32
 padded with ``-1``; a bare tensor is accepted too) returned as int64; the two counters are dropped.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

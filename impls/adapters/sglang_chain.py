@@ -16,8 +16,6 @@ target-only tree kernel's arguments (:mod:`.sglang_tree`'s signature and convers
 Not followed: the ``block`` variant of 0.5.23's chain verifier (its source was not available to this
 adapter's author), and ``chain_speculative_sampling_from_logits_triton`` (target logits and
 temperatures in).
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -27,8 +27,6 @@ tree-contract round (``parents [N]``, ``draft_probs [B,N,V]``, ``target_probs [B
 
 Randomness: ``uniform_samples [B, N+1]`` and ``uniform_samples_for_final_sampling [B]`` float32 drawn
 from the harness generator (``torch.rand``), as SGLang's caller draws them.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

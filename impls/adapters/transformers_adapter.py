@@ -35,8 +35,6 @@ Requires the optional dependency: ``pip install specproof[transformers]``.
 ``ADAPTER`` (``--adapter transformers``) puts any function with ``_speculative_sampling``'s signature
 behind the batched contract with the same conversion and randomness (:func:`rows_through`); the
 ``is_done_candidate`` flag of older releases is passed as ``False``.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -50,8 +50,6 @@ probability 0 when ``r`` is exactly 0 (``2^-24`` per test on CPU float32), which
 turns into a certain finding.
 
 Requires the optional dependency: ``pip install specproof[transformers]``.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 transformers' ``_speculative_sampling`` accepted with ``r <= p/q`` up to release 5.24 (``r == 0``
 accepts a draft of target probability 0: ``2^-24`` per test on CPU float32) and with ``r < p/q``
 from 5.25.0.  The registry labels its records that run transformers' own code by this.
-
-Layer: impls (the code under test); imports only the standard library.
 """
 
 from __future__ import annotations

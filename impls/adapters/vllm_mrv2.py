@@ -24,8 +24,6 @@ Conversion of one harness round ``[B, K, V]``:
 
 Randomness: every draw of MRV2 is counter-based on ``(seed, pos)``; the seeds come from the harness
 generator, so a conforming function is a deterministic function of the harness generator's state.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ Conversion: ``bonus_token_ids [B, 1]`` int64 sampled outside the sampler from ta
 Randomness: ``seeded_seqs = {b: torch.Generator(device).manual_seed(seed_b)}`` for every row, the
 seeds drawn from the harness generator (one ``randint``): every row is a seeded sequence, so a
 conforming sampler's draws are a function of the harness generator's state.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

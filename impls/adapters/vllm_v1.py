@@ -32,8 +32,6 @@ Randomness: one 63-bit seed per request drawn from the harness generator (one ``
 ``generators = {r: torch.Generator(device).manual_seed(seed_r)}`` for every request, so every draw of
 a conforming ``rejection_sample`` is a function of the harness generator's state. A function that
 ignores ``generators`` and draws from the global RNG is caught as not reproducible.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

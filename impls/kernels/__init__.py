@@ -1,4 +1,1 @@
-"""Building blocks of the runtime-style implementations: acceptance tests, samplers, round bookkeeping.
-
-Layer: impls (code under test). Never imports the harness.
-"""
+"""Building blocks of the runtime-style implementations: acceptance tests, samplers, round bookkeeping."""

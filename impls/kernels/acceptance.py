@@ -6,8 +6,6 @@ mask. In real arithmetic all three accept with probability ``min(1, p(x)/q(x))``
 grid they differ (see notes/numerics.md). All three reject a draft with ``q(x) = 0`` (it cannot have
 been drawn from q, so accepting it would emit a token the law never proposed) and, because the
 comparisons are strict, a draft with ``p(x) = 0`` even when ``u == 0``.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

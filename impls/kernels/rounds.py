@@ -1,7 +1,4 @@
-"""Round mechanics shared by the batched verifiers: gathers, prefix length, output layout.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
-"""
+"""Round mechanics shared by the batched verifiers: gathers, prefix length, output layout."""
 
 from __future__ import annotations
 

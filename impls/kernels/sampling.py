@@ -13,8 +13,6 @@ not be normalised) and returns one token id per row, ``[B]`` int64, on the weigh
 None of them can return a token of weight 0: the race keys zero-weight entries to ``-1`` (a zero
 exponential would otherwise give ``0/0 = NaN``, and ``argmax`` lets NaN win), and inverse CDF clamps
 the "ran off the end" case (``u * sum`` rounding up to the total) to the last positive entry.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

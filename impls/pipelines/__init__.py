@@ -5,8 +5,6 @@ its lossless variants, and one mutant per bug class reported in the runtimes' tr
 to be: ``lossless`` (samples from the processed target in real arithmetic) or not, the bug and the
 public report a mutant mirrors (the modules' docstrings say more).  :meth:`PipelineRecord.load` imports
 the function, so this package imports without torch.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ min-p (:mod:`.processing`) applied identically to both sides, so the pipeline sa
 processed target exactly in real arithmetic (Leviathan et al. 2023, Thm 1, applied to processed laws).
 
 :class:`Parts` names each step; the lossless variants and the mutants replace one of them.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

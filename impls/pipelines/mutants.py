@@ -26,8 +26,6 @@ one part replaced.  Each is NOT lossless; the comment on each names the report i
 * :func:`shifted_q_generate` - the drafter samples draft ``i`` from its law at column ``n - 1 + i`` but
   verification is handed the draft law of column ``n + i`` (round bookkeeping, issue 14's class; no
   single public report located).
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

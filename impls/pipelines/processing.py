@@ -4,8 +4,6 @@ record's ``order`` says otherwise.
 
 The harness's published definition (``specproof.harness.apply_sampling``) is this pipeline; the exact
 reference computes the same masks on exact rationals.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ Speculative sampling is exact for ANY proposal law ``q`` as long as the drafts a
   context one token behind, as a draft cache rewound too far: lablup/mlxcel #994,
   https://github.com/lablup/mlxcel/issues/994), and verification is handed that same law.
 * :func:`varying_k_generate` - ``K`` drawn per round from the generator, uniform on ``{1, 2, 3, 4}``.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

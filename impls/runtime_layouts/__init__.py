@@ -6,6 +6,4 @@ signature, tensor layout, id dtype, output conventions and randomness, plus muta
 bug the runtime shipped. They are written in this project from the public descriptions of those
 runtimes (never copied) and reach the harness only through :mod:`specproof.impls.adapters`, so the
 adapters are tested in CI without the runtimes installed. :mod:`.records` registers them.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """

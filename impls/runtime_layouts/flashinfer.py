@@ -44,8 +44,6 @@ Mutants:
 - :func:`chain_speculative_sampling_empty_residual_last`: an all-zero residual emits id ``V - 1``
   (the kernel's ``sampled_id`` starts at ``d - 1`` and no prefix sum exceeds ``u * 0``), as in the
   ``ChainSpeculativeSampling`` CUDA source read; ``V - 1`` may have target probability 0.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ of ``tests/harness/check``), with the reason:
   design, which ``tests/impls/test_impls_contract.py`` requires of every batched record.
 
 All of them are tested in ``tests/impls/adapters``.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -30,8 +30,6 @@ Mutants:
 - :func:`chain_speculative_sampling_triton_last_id`: the released kernel's fallback for a residual
   without positive mass (``p <= q`` everywhere, reachable in floats): it emits id ``V - 1``, which may
   have ``p = 0``.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -30,8 +30,6 @@ accepts a child of target probability 0; an all-zero residual emits id ``V - 1``
 ``sampled_id = d - 1`` start); :func:`tree_target_only_keeps_tried` never writes the tried siblings'
 mass, so the residual still holds the rejected children (the issue's "residual keeps already-tried
 siblings" mutant, in SGLang's layout).
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

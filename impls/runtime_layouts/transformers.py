@@ -18,8 +18,6 @@ all-zero residual falling back to ``p_n``) or, after ``K`` acceptances, from ``p
 Mutant :func:`speculative_sampling_le`: the comparison transformers shipped before 5.25.0, ``r <= p/q``, with no
 ``q > 0`` guard: ``r == 0`` accepts a draft of target probability 0 (``2^-24`` per test in float32 on
 CPU); the harness's RNG edge injection makes it certain.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

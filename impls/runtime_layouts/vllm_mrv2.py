@@ -39,8 +39,6 @@ Entries of ``sampled`` past ``num_sampled`` are ``-1`` here (the kernels leave t
 Mutant: :func:`rejection_sample_zero_gumbel_key`: Gumbel keys from the unclamped uniform (``tl_rand32``
 with ``includes_zero=True``, as before the ``_TL_RAND_MIN`` clamp): ``u = 0`` gives the key ``+inf``,
 ``-inf + inf = NaN`` on a residual entry of probability 0, and argmax lets NaN win.
-
-Layer: impls (the code under test); may import impls and proofs (errors, rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ Mutant :func:`forward_clamped_residual`: vLLM v0's shipped residual ``clamp(p - 
 renormalised (vllm-project/vllm#2336; its docstring admits the drift): every token, ``p = 0`` ones
 included, gets residual weight ``tiny``, and an all-zero residual becomes uniform over the
 vocabulary. Also v0's comparison ``u < min(p/q, 1)`` with no ``q > 0`` guard.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

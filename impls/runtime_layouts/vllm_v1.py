@@ -37,8 +37,6 @@ logits, then the same strict test and race); its mutant
 :func:`rejection_sample_target_logits_float64_ge` keeps the 0.33 release's own comparison
 ``target/draft >= u`` with float64 uniforms, so ``u == 0`` (``2^-53`` per draw on CPU) accepts a
 probability-0 draft: the float32 ``u == 0`` bug above, made 2^29 times rarer but not removed.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

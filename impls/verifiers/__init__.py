@@ -1,4 +1,1 @@
-"""Runtime-style verifiers under test: canonical, block, greedy, multi-draft, compiled, white-box.
-
-Layer: impls. Never imports the harness.
-"""
+"""Runtime-style verifiers under test: canonical, block, greedy, multi-draft, compiled, white-box."""

@@ -15,8 +15,6 @@ denominator is 0 (``w_i = 1`` and ``Z_i = 0``); a ``Y`` law with no positive ent
 Uniform-injection contract as for the canonical cores: ``uniforms [B, K+1]`` in the dtype under
 test, column ``i < K`` is ``eta_{i+1}``, column ``K`` the inverse-CDF uniform of ``Y``.
 :func:`block_verify` draws them with ``torch.rand`` and calls :func:`block_verify_uniforms`.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

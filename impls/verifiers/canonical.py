@@ -26,8 +26,6 @@ call the uniform-injection core ``canonical_<acceptance>_uniforms``, whose contr
 so the output is a deterministic function of ``uniforms`` that the harness can analyse on the dtype's
 uniform grid. ``*_compiled`` variants run the same core through ``torch.compile`` (inductor); see
 :mod:`.compiled` for how they relate to eager.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ Relation to eager, measured on CPU with torch 2.13 (tests/impls/test_impls_compi
   differ by an ulp of inductor's vectorised ``log`` from eager's float32 ``log``, which flips exact
   ties. Compiling with ``options={"emulate_precision_casts": True}`` restores bit-for-bit agreement
   for the ratio form (the tests show it).
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

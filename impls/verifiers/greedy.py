@@ -5,8 +5,6 @@ prefix and then ``argmax p_n`` (the correction at a mismatch, the bonus when ``n
 toward the lowest index (``torch.argmax``). Deterministic: the generator is validated if given but
 never consumed, so it may be ``None``. It reproduces the target's greedy output, and does not
 preserve the target's sampling law at temperature > 0.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

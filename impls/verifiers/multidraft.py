@@ -11,8 +11,6 @@ is drawn from ``r_{n+1}`` by inverse CDF. A rejected sibling has ``r_{i+1}(x_i) 
 arithmetic the output equals a sibling iff that sibling was accepted. ``r_{i+1}`` with no positive
 entry (reachable only through rounding) falls back to ``p``. Randomness: ``torch.rand((B, n+1))`` in
 the dtype under test; column ``i < n`` tests sibling ``i``, column ``n`` drives the final draw.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

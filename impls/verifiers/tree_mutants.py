@@ -11,8 +11,6 @@ Each is :func:`~specproof.impls.verifiers.tree_rrs.tree_walk` with one step chan
 * :func:`tree_accept_ties` - accepts on ``u q(y) <= r(y)``: a draw ``u = 0`` (probability ``2^-24`` per
   float32 draw) accepts a node token of target probability 0.  Its law equals the reference's for
   continuous uniforms, so only the RNG edge injection can see it.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

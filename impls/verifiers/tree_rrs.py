@@ -25,8 +25,6 @@ with up to twice its probability: lossy whenever i.i.d. siblings repeat a token.
 Randomness: ``torch.rand((B, N + 2))`` in the dtype under test: column ``i`` is node ``i``'s coin
 (:func:`tree_rrs`: the acceptance test of node ``i``; :func:`tree_target_only`: column ``c + 1`` is the
 coin at node ``c``, column 0 the root's), the last column drives the final draw.
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ The three correct variants differ in how ``accept`` and ``accepted_mass`` are co
 acceptance tests of :mod:`.acceptance`: ``ratio`` divides and multiplies back, ``product`` takes the
 exact ``min(p, q)`` first, ``log`` goes through ``exp(min(0, log p - log q))``.
 :func:`step_residual_clamped` is the vLLM v0 residual (see :mod:`.mutants`).
-
-Layer: impls (the code under test); may import impls and proofs.laws (rule names); never the harness.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The arithmetic interface every rule is written against (:mod:`.interface`), and its interpretations:
 exact rationals (:mod:`.exact`), the vectorised common-denominator exact path (:mod:`.fast`), sympy,
 z3 and torch (``*_backend``).
-
-Layer: proofs, the bottom room. Imports only :mod:`specproof.proofs.errors` and
-:mod:`specproof.proofs.lazy_exports` from specproof. Public names load their submodule on first use
-(PEP 562): the exact backend needs nothing, the others load torch, sympy or z3.
 """
 
 from __future__ import annotations

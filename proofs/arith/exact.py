@@ -3,8 +3,6 @@
 Scalars are :class:`fractions.Fraction`; vectors are tuples of Fractions; conditions are bools or
 tuples of bools.  Floats are refused: exact code takes ints and Fractions only (convert floats with
 ``specproof.harness.to_exact``, the one exact conversion).  This is the *plain* per-element path.
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

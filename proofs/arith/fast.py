@@ -16,8 +16,6 @@ product, as ``p/q`` leaves it; else checked exactly, elementwise; otherwise the 
 used); ``select`` returns an operand itself where the condition picks it everywhere, and adding
 or subtracting a scalar zero returns the vector itself.  Any case without a shortcut falls back to a
 correct general formula.
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

@@ -21,8 +21,6 @@ plain value its numerator and denominator denote).  On the wire (:meth:`Graph.as
 :meth:`Graph.from_data`) a graph is JSON-compatible lists and strings; integers travel as
 hexadecimal strings (no decimal conversion, so no int-digit limit), and :meth:`from_data` validates
 every field, so the parent process that decides a verdict only ever reads plain data.
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

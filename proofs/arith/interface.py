@@ -8,8 +8,6 @@ over the vocabulary and a condition look.  Binary operations broadcast a scalar 
 
 Only the primitives are abstract; the derived operations below are written once, here, in terms of
 the primitives, so every backend agrees on what ``relu`` or ``safe_div`` mean.
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ such as a SpecTr ``rho`` with a square root), which makes this backend an exact 
 Logarithms are kept as their argument (:class:`SympyLog`) with the algebra rules may use on them:
 ``log a + log b = log(ab)`` and ``log a < log b <=> a < b`` (``log 0 = -inf``; sympy's own
 ``log(0)`` is complex infinity, which would not order).
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

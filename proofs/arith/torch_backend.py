@@ -3,8 +3,6 @@
 Vectors are tensors whose last axis is the vocabulary; a ``total`` keeps that axis (size 1) so it
 broadcasts back.  Every operation runs in ``dtype`` on ``device``: this is the rule as a float
 implementation would compute it, and its drift from the exact backend is what the harness measures.
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

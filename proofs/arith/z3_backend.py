@@ -13,8 +13,6 @@ log(ab)`` and ``log a < log b <=> a < b`` for ``a, b >= 0`` with ``log 0 = -inf`
 of real analysis (``log`` is strictly increasing and multiplicative on ``[0, inf)``, extended by
 ``-inf``), so a proof about :class:`Z3Log` terms is a proof about the real logarithm - where every
 argument is ``>= 0``: :attr:`Z3Arith.log_arguments` records them for that obligation.
-
-Layer: proofs.arith (level 0, the bottom); imports only proofs.errors and proofs.lazy_exports.
 """
 
 from __future__ import annotations

@@ -35,9 +35,6 @@ as that rule.
 :func:`prove_entry` runs one entry under the settings' time budget (a child process).  Entries with
 other structure return the verdict :func:`~specproof.proofs.engine.verdicts.settle` derives from their
 prover's obligations, whoever calls them.
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

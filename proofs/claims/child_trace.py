@@ -24,9 +24,6 @@ file, the line where known and the fix (exit 2):
 The child's stdout and stderr go to ``/dev/null``: the tool's output never comes from user code.
 These checks make misuse loud; soundness does not rest on them (the verdict is about the graph the
 parent received, which every engine reads the same way: ``docs/architecture.md``).
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ axiom).  The answer is computed once per process (one ``coqc`` run, about 5 s, w
 * :data:`KERNEL_THEOREMS` - specproof's claim or stated step -> the Coq theorem that proves it;
 * :func:`kernel_status` - built or not (and why), the Coq version, the closed theorems;
 * :func:`kernel_obligation` - the obligation that replaces a stated step when its theorem is closed.
-
-Layer: proofs.claims (level 3); imports proofs.engine.
 """
 
 from __future__ import annotations

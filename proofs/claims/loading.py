@@ -6,9 +6,6 @@ file, an import that raises or calls ``sys.exit``, a missing name) is a :class:`
 naming ``argument`` (and, for an import that raises, the file's line: :func:`line_in`).  The object's module is imported and executed with the user's rights.  A file's
 folder is put first on ``sys.path`` (as ``python path/to/file.py`` would), so it can import its
 neighbours.
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

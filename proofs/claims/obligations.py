@@ -21,9 +21,6 @@
 The every-``n`` route's lemmas are shown when the route is abandoned, but they are lemmas of a
 proof technique, not of the claim (``w = 2 max(0, p - q)`` is exact although ``q A + w = p`` fails),
 so only the route that is taken is the goal's evidence.
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

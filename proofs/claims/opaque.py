@@ -18,9 +18,6 @@ Division: user rules may divide only with ``ar.safe_div(a, b, default)`` (``defa
 A usage error raised inside an Arith operation is remembered: a rule that catches it and carries on
 still fails when it returns.  Any other exception from the rule's code becomes a
 :class:`RuleUsageError` with the rule's name and the failing line.
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

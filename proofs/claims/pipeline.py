@@ -11,9 +11,6 @@ For a :class:`~specproof.proofs.laws.step_rules.StepRule`, :func:`prove_step_rul
 
 :func:`refutation` is the witness search for any :class:`~specproof.proofs.engine.counterexamples.PairLaw` (rules
 with other structure); it too only gathers evidence and lets :func:`decide` speak.
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

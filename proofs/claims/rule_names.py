@@ -6,9 +6,6 @@ catalogue rule.  :func:`check_rule_name` refuses both: names are compared by the
 NFKC-normalised, format characters (zero-width joiners, ...) dropped, letters that look like Latin
 letters or digits (:data:`CONFUSABLES`, the Cyrillic, Greek and dash look-alikes of Unicode's
 confusables list) mapped to them, and case-folded.
-
-Layer: proofs.claims (level 3, the top of proofs); may import proofs.engine, proofs.laws,
-proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ and its assumptions are decided by :func:`~specproof.proofs.engine.verdicts.deci
 Sum steps use the facts of :mod:`.finite_sums` (induction on n).  A z3 check whose conclusion follows
 from its hypotheses by rewriting alone is not recorded as evidence; the decomposition it encoded is an
 assumption with its source.
-
-Layer: proofs.claims (level 3); imports proofs.engine, proofs.laws, proofs.arith and claims.theorems.
 """
 
 from __future__ import annotations

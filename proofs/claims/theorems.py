@@ -9,8 +9,6 @@ here).  The verdict is decided in one place, :func:`~specproof.proofs.engine.ver
 complete (its assumptions listed with their sources), BOUNDED when only bounded checks support it, so
 every caller of :func:`prove_theorem` (``specproof prove``, the report, the benchmark) gets the same
 verdict, scope and assumptions.
-
-Layer: proofs.claims (level 3); imports proofs.engine, proofs.laws, proofs.arith, proofs.errors.
 """
 
 from __future__ import annotations

@@ -1,4 +1,1 @@
-"""The proving engine: obligations, solvers, counterexample search, every-size proofs, results and the one verdict function.
-
-Layer: proofs. May import proofs.arith, proofs.laws, proofs.errors.
-"""
+"""The proving engine: obligations, solvers, counterexample search, every-size proofs, results and the one verdict function."""

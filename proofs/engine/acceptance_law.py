@@ -9,8 +9,6 @@
   ``[0, 1)`` is a finite union of intervals whose Lebesgue measure sympy computes exactly (None when
   that measure is not rational).
 * :func:`running_rule` - the rule that runs: the test's exact law in place of ``A``.
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ laws on the simplex (``p``, ``q``, sometimes ``r``), written once against
   over the simplex), then for small ``n`` a certified upper bound: z3 shows ``TV > U`` unsatisfiable
   for real ``p, q`` in the simplex; while z3 finds points above the bound they are rationalised,
   re-evaluated exactly and raise the lower bound; bisection narrows ``[lower, upper]``.
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

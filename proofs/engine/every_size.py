@@ -21,8 +21,6 @@ instantiates the abstraction, step 3 holds for every ``n``.  Rules the generic c
 express (``mass_ahead``, logarithm sums) or whose lemmas fail get no all-``n`` proof here.
 
 :func:`direct_check` is the cross-check: the whole law over ``n`` symbolic tokens, ``n = 2..4``.
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

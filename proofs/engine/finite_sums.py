@@ -20,8 +20,6 @@ ties a rule to them is its pointwise lemma (``F1``, ``F2``, ``T1``, ...), checke
 definition, together with the :class:`~specproof.proofs.arith.interface.Arith` contract that every operation other
 than ``total`` and ``mass_ahead`` acts coordinate by coordinate (so a vector's entry at token ``i`` is
 the generic-coordinate term evaluated at ``p(i), q(i)``).
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

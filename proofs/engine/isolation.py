@@ -7,8 +7,6 @@ result is INCONCLUSIVE with the reason (z3's own ``rlimit`` still bounds every s
 error) is raised again in the parent; a child that dies or raises anything else is reported through
 ``on_crash`` (a usage error for user rules: the rule's own code killed its process).  Inside a
 daemonic worker process (which may not fork) the call runs in that process, without the time bound.
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

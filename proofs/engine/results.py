@@ -15,8 +15,6 @@
 
 ``BOUNDED`` means every obligation held, but some only for the sizes in the scope: never PROVED.
 :class:`Verdict` lives in :mod:`.vocabulary` (with every other verdict word and its severity).
-
-Layer: proofs.engine (0); imports .vocabulary only.
 """
 
 from __future__ import annotations

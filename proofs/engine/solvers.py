@@ -11,8 +11,6 @@ split on, innermost first, so each leaf is a rational function under a conjuncti
 conditions.  A leaf passes when sympy reduces it to 0 and z3 confirms no denominator vanishes in its
 branch, or when z3 shows the branch (with the assumptions and ``expr != 0``) is infeasible.  Every
 combination of branches is visited, so the cases cover the domain by construction.
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

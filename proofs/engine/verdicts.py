@@ -14,8 +14,6 @@ exact counterexample, already re-evaluated in exact rationals.  :func:`decide`, 
 
 No engine returns a verdict of its own; :func:`settle` re-derives the verdict of a result that a
 structured prover assembled from its obligations.
-
-Layer: proofs.engine (level 2); may import proofs.laws, proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

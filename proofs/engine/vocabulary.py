@@ -1,7 +1,5 @@
 """The one verdict vocabulary: every verdict word specproof writes, and how serious each one is.
 
-Layer: proofs.engine (0); imports nothing from specproof (the harness and the renderer import it).
-
 Families (the enum values are the JSON ``verdict`` strings, unchanged):
 
 * :class:`Verdict` (proofs) - ``PROVED``, ``BOUNDED`` (every obligation held, some only for the sizes in

@@ -1,4 +1,1 @@
-"""Verifier rules and the laws they imply, each written once against the arithmetic interface.
-
-Layer: proofs. May import proofs.arith and proofs.errors.
-"""
+"""Verifier rules and the laws they imply, each written once against the arithmetic interface."""

@@ -17,8 +17,6 @@ The *early-break* misimplementation stops at the first failing ``h_i``:
 The laws are written once against :class:`~specproof.proofs.arith.interface.Arith` for backends whose
 vectors are tuples (exact, sympy, z3).  :class:`Tables` holds the conditionals in any backend's
 values; :meth:`Tables.from_pair` takes a :class:`~specproof.proofs.laws.sequences.ToyPair`.
-
-Layer: proofs.laws (level 1); may import proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ rejection sampling with replacement over k drafts (:mod:`.multidraft`, catalogue
 ``rrs-with-replacement``), which runtimes call ``multidraft-rrs``.  The three canonical variants differ
 only in how the acceptance test compares ``u`` (``u < p/q``, ``u*q < p``, ``log u + log q < log p``):
 that is their comparison *form*.
-
-Layer: proofs.laws (level 1); imports proofs.laws.step_rules only (no solver, no torch).
 """
 
 from __future__ import annotations

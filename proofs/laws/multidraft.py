@@ -18,8 +18,6 @@ accepted w.p. ``min(1, p/(rho q))``; the first accepted is emitted; if none is,
 written as the finite sum ``sum_{i<k} (1-beta)^i`` (no division by ``beta``).
 
 Vectors must be tuples here (exact, sympy, z3 backends): zeroing one draft indexes into ``q``.
-
-Layer: proofs.laws (level 1); may import proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ so the law drafts are really sampled from is ``P(q)``; the target is ``P(p)``):
 
 :func:`draft_from_r_law`: drafts from ``r`` verified with ``q``:
 ``P = r min(1, p/q) + [1 - sum r min(1, p/q)] norm(max(0, p - q))``; exact only when ``r = q``.
-
-Layer: proofs.laws (level 1); may import proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

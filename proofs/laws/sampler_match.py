@@ -7,8 +7,6 @@ Written against :class:`~specproof.proofs.arith.interface.Arith`:
 * corrected mass at ``y``: ``p(y) sum_{x != y} q(x) = p(y) (sum q - q(y))``;
 * output ``q p + p (sum q - q) = p sum q = p``: exact, with acceptance rate ``sum_x p(x) q(x)``
   (a public thread claims otherwise; the proof settles it).
-
-Layer: proofs.laws (level 1); may import proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ when all K pass.
 
 For an exact rule ``continued_law == target_law`` (theorem T5).  Enumeration visits at most
 ``V^(K+1)`` sequences; larger sizes are refused (``max_sequences``).
-
-Layer: proofs.laws (level 1); may import proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ A *single-step rule* says, for a target law ``p`` and a draft law ``q`` over one
 
 The canonical rule (Leviathan et al. 2023; Chen et al. 2023) has ``A = min(1, p/q)`` and
 ``w = max(0, p - q)``, and then ``output == p`` exactly (theorem T3 in the proofs).
-
-Layer: proofs.laws (level 1); may import proofs.arith and proofs.errors.
 """
 
 from __future__ import annotations

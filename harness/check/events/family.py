@@ -1,8 +1,6 @@
 """What every event family is: row keys, contributions in [0, 1], exact expectations, tolerances.
 
-:mod:`.events` and :mod:`.bet_products` build the families; the engine reads them.
-Layer: harness.check (2); imports numpy and torch.
-"""
+:mod:`.events` and :mod:`.bet_products` build the families; the engine reads them."""
 
 from __future__ import annotations
 

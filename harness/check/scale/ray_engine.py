@@ -22,8 +22,6 @@ verdict is then ``inconclusive`` with the reason, never ``pass``: its rows are m
 them could select the rows the engine reads.  The verifier's own errors (it raises, breaks the
 contract, runs past ``timeout``, or hangs a piece past its calls' limits) are the same
 :class:`~.calls.VerifierError` / :class:`~.calls.ContractViolation` a local check raises (exit 2).
-
-Layer: harness.check (2); imports proofs, harness.check and impls (adapters); Ray only when used.
 """
 
 from __future__ import annotations

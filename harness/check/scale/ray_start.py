@@ -9,8 +9,6 @@ docs/scaling.md) then overlaps what the command does before its first task (impo
 laws, the reproducibility batch, the injection).  :meth:`RayStart.ready` waits for it; a Ray that
 cannot start or be joined is a usage error (exit 2), raised there.  :meth:`RayStart.stop` waits for a
 start still under way and stops what this command started, so no Ray is left behind.
-
-Layer: harness.check (2); imports proofs.errors only; Ray when used.
 """
 
 from __future__ import annotations

@@ -47,8 +47,6 @@ Nothing else is tested.  QED.  (Independence of the streams is not needed.)
 Power.  A stream run to its planned quota keeps the fixed-sample Chernoff power at the threshold
 ``ln(2/a)`` (the design e-process); its detectable TV is ``tau`` plus the shift the design process
 detects with probability 0.99 on the stream's hardest event (mean nearest 1/2).
-
-Layer: harness.check (2); imports harness.check and numpy.
 """
 
 from __future__ import annotations

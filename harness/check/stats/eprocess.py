@@ -38,8 +38,6 @@ supermartingales is one):
 
 The side rejects when ``E >= 1/a``.  The family-wise argument (a union over sides, events and
 streams of Ville's bound) is in :mod:`.engine`.
-
-Layer: harness.check (2); imports numpy and harness.check.statistics.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ least ``1 - beta`` when the rejection threshold ``a*`` satisfies ``exp(-N KL(a* 
 The test is written once, vectorised over events: :func:`chernoff_statistics` (the runner calls it for
 every family); :func:`event_test` is the same computation for one event.  :func:`bernoulli_kl` is the
 scalar KL the power solvers bisect on.
-
-Layer: harness.check (2); imports numpy only.
 """
 
 from __future__ import annotations

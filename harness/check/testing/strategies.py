@@ -4,8 +4,6 @@
 kernel must survive: one-hot laws, ``p == q`` (zero residual), disjoint supports, entries exactly 0,
 and, for float dtypes, subnormal entries.  Float laws are normalised in the dtype itself (as a
 runtime's softmax would), so their sums are off from 1 only by rounding.
-
-Layer: harness.check (2); imports harness.exact.dtypes and hypothesis (test-side strategies only).
 """
 
 from __future__ import annotations

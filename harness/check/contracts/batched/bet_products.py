@@ -24,8 +24,6 @@ Why.  A bug that tilts every token's law a little the same way (a temperature ap
 only) moves each single-position event a little; a row's product compounds the tilt over all its
 emitted tokens.  The growth of ``E log B`` peaks near ``f = 0.3`` on the zoo's tilts; larger fractions
 grow ``max G``, and with it the tolerance's weight ``tau max G``, like ``(1 + f (1 - pi) / pi)^(K+1)``.
-
-Layer: harness.check (2); imports numpy and harness.check.
 """
 
 from __future__ import annotations

@@ -34,9 +34,7 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   number of accepted drafts (not on deliberately unnormalised inputs, whose emission law differs
   from the renormalised one for every correct rule).
 
-Exact probabilities come from the realisation's one rounded pair (``harness.exact.rounded``).
-Layer: harness.check (2); imports proofs, harness.exact and .scenarios.
-"""
+Exact probabilities come from the realisation's one rounded pair (``harness.exact.rounded``)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,6 @@ The default suite mixes context-free pairs (what runtimes test), prefix-dependen
 pairs (the proofs' counterexamples: resampling from ``p``, top-k acceptance, the block-verification
 check vector), plus one large-vocabulary pair (V = 1,000, K = 4).  :func:`scenario_strategy` exposes random
 scenarios as a hypothesis strategy.
-
-Layer: harness.check (2); imports proofs and harness.exact (the exact law is ``harness.exact.rounded``).
 """
 
 from __future__ import annotations

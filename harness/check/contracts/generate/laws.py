@@ -21,8 +21,6 @@ draft draw, one acceptance test) or a round's final token (its rejected draft's 
 the correction/bonus draw): at most ``2 tau_step`` in total variation per token
 (:func:`specproof.harness.exact.tolerances.step_tolerance` bounds one acceptance or draw with its row's
 softmax arithmetic), so ``tau = min(1, 2 N tau_step + extra)``, ``extra`` the model pair's own term.
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations

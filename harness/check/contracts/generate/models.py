@@ -8,8 +8,6 @@ reference reads the very values the pipeline sees.  Column ``t`` is the next-tok
 
 A call with a wrong argument (not a LongTensor, not 2-D, ``T`` out of ``[1, max_length]``, another
 device, ids out of ``[0, V)``) records and raises :class:`ContractViolation` naming the fix.
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations

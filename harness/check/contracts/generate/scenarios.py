@@ -17,8 +17,6 @@ decisions even by float16's margin ``(V + 3) 2^-11``), and has ``N = 5 > K + 1``
 * ``prefix-dependent``: ``C = V = 4``, ``N = 6``, strong dependence on the last token and position.
 
 :func:`with_sampling` re-targets the suite's pairs to one sampling setting (the CLI's flags).
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations

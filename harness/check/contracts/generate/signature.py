@@ -29,8 +29,6 @@ model records its violation in ``model.specproof_violations`` before raising, so
 swallows the model's exception is refused all the same (:func:`call_generate`).
 
 Model providers implement :class:`ModelPair` (tables here; tiny transformers models elsewhere).
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``.
 Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the
 harness's exact tables), and tokens before the last that leave the row's tree
 (:func:`.tree_contract.off_tree_rows`).
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.
 """
 
 from __future__ import annotations

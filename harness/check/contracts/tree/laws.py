@@ -26,8 +26,6 @@ accept ``y`` w.p. ``r(y)``, exact for any draft).
 
 :func:`tree_law` is the emitted sequence's law; :func:`continued` extends a law by target sampling
 to ``D + 1`` tokens (lossless iff it equals ``target_law(pair)``, proofs.laws.sequences).
-
-Layer: harness.check (2); imports proofs only.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ stand for, and rounding the inputs is never counted as drift.
 Prefixes of length ``0..D`` are coded ``offset[L] + (base-V value)``, ``offset[L] = sum_{l<L} V^l``;
 node ``i``'s draft row is looked up by ``(code of its parent's path, mask of earlier sibling tokens)``
 (the mask matters for ``distinct`` only), its target row by the code of its own path.
-
-Layer: harness.check (2); imports proofs, harness.exact and harness.check.tree_laws.
 """
 
 from __future__ import annotations

@@ -30,8 +30,6 @@ a tensor of shape ``[B, D+1]``, int64, readable on the CPU, ids in ``[-1, V)``, 
 per row, no ``-1`` holes.  Not a usage error but a certain finding (:func:`off_tree_rows`): emitted
 tokens before the last that do not follow a root-to-node path of the row's tree; an emitted token
 of target probability 0 is certain as well (the scenario's law says so, :mod:`.tree_streams`).
-
-Layer: harness.check (2); imports harness.check.calls only.
 """
 
 from __future__ import annotations

@@ -30,8 +30,6 @@ Neglected: products of two error terms (``O(u^2)``); relative to the bound they 
 largest relative first-order error, about ``1e-4`` here (``delta ~ 1e-3`` on logits of size ``~7``).
 On CUDA it assumes TF32 matmuls are off (torch's default for float32).  Llama layout only (no biases,
 default RoPE, eager attention), which :func:`logit_error_bound` checks.
-
-Layer: harness.check (2); imports harness.exact and torch (the models it bounds).
 """
 
 from __future__ import annotations

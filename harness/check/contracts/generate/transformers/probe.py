@@ -20,8 +20,6 @@ and answers, per round and drafted position ``i`` with context ``c_i`` = ``candi
 
 A difference is called a match when it is within ``delta / T`` (once) or ``delta / T^2`` (twice), with
 ``delta`` the draft's or target's cached-vs-uncached bound (:mod:`.pipeline_transformers_bound`).
-
-Layer: harness.check (2); imports harness.exact, harness.check, impls and transformers.
 """
 
 from __future__ import annotations

@@ -31,8 +31,6 @@ most ``delta_T = delta / T + 2 u max|l| / T`` after temperature (the float32 rou
 the division), each kept probability moves by a factor in ``exp(+-2 delta_T)`` (masks unchanged:
 :func:`check_margins`), so one token's law moves by at most ``1 - exp(-2 delta_T) <= 2 delta_T`` in
 total variation, and ``N`` tokens by at most ``2 N delta_T`` (subadditivity along the chain).
-
-Layer: harness.check (2); imports proofs, harness.exact, harness.check and transformers (lazily).
 """
 
 from __future__ import annotations
