@@ -2,13 +2,13 @@
 
 The harness's own names (the public API is the root package, ``import specproof``); each defined in one
 place, none re-exported from ``specproof.proofs``.
-Public names load their submodule on first use (:mod:`specproof.proofs.lazy_exports`), so the command
+Public names load their submodule on first use (:mod:`specproof.lazy`), so the command
 line starts without torch, sympy or z3 unless the command needs them.
 """
 
 from __future__ import annotations
 
-from specproof.proofs.lazy_exports import make_lazy
+from specproof.lazy import make_lazy
 
 _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
     "assert_lossless": "check.testing.asserts",

@@ -15,7 +15,7 @@
 # which needs none of them (``--help``, ``reference``) should not pay.
 from __future__ import annotations
 
-from specproof.proofs.lazy_exports import make_lazy
+from specproof.lazy import make_lazy
 
 _EXPORTS: dict[str, str] = {  # public name -> the submodule that defines it
     "Arith": "arith.interface",
@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {  # public name -> the submodule that defines it
     "SympyArith": "arith.sympy_backend",
     "TorchArith": "arith.torch_backend",
     "Z3Arith": "arith.z3_backend",
-    "SpecproofInputError": "errors",
+    "SpecproofInputError": "specproof.errors",
     **dict.fromkeys(("MAX_SEQUENCES", "SequenceLaw", "ToyPair", "check_enumeration", "continued_law",
                      "law_tv", "round_law", "target_law"), "laws.sequences"),
     **dict.fromkeys(("CANONICAL", "CANONICAL_LESS_EQUAL", "CANONICAL_LOG", "CANONICAL_MULTIPLICATION",

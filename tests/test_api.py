@@ -21,7 +21,7 @@ def test_import_specproof_loads_no_heavy_module_and_lists_the_public_names():
 def test_the_public_names_are_the_ones_the_internals_define():
     import specproof
     from specproof.harness.check.driver import check
-    from specproof.proofs.errors import SpecproofInputError
+    from specproof.errors import SpecproofInputError
 
     assert specproof.check is check and specproof.SpecproofInputError is SpecproofInputError
     assert set(specproof.CONTRACTS) == {"batched", "tree", "generate"}

@@ -23,7 +23,7 @@ PACKAGES = {"proofs": "specproof.proofs", "harness": "specproof.harness", "impls
 HARNESS_LEVELS = {"cli": 5, "report": 4, "bench": 4, "drift": 3, "check": 2, "exact": 1, "files": 1,
                   "triton_draws": 1.5}  # Triton's draws under injection: above exact, below the check
 PROOFS_LEVELS = {"claims": 3, "engine": 2, "laws": 1, "arith": 0}
-SHARED = {"specproof.proofs.errors", "specproof.proofs.lazy_exports"}  # importable from anywhere
+SHARED = {"specproof.errors", "specproof.lazy", "specproof.verdicts", "specproof.loading"}  # the root package: from anywhere
 
 
 
@@ -123,7 +123,7 @@ def test_the_modules_are_found():
     ("specproof.impls.records", "specproof.proofs.claims.catalogue", False),
     ("specproof.proofs.laws.step_rules", "specproof.proofs.engine.results", True),
     ("specproof.proofs.claims.theorems", "specproof.proofs.engine.verdicts", False),
-    ("specproof.proofs.arith.exact", "specproof.proofs.errors", False),
+    ("specproof.proofs.arith.exact", "specproof.errors", False),
     ("specproof.proofs.engine.results", "specproof.impls.registry", True),
     ("specproof.proofs.engine.results", "specproof.harness.exact.convert", True),
 ])

@@ -18,13 +18,14 @@ Results: :class:`CheckResult` (``verdict`` a :class:`CheckVerdict`, ``exit_code`
 output contract.  The names load on first use, so ``import specproof`` imports neither torch, sympy
 nor z3.
 
-This file is the root package ``specproof`` (``pyproject.toml`` maps it from ``harness/api/``); its
+This file is the root package ``specproof`` (``pyproject.toml`` maps it from ``harness/api/``); beside
+the shared infrastructure every layer may import (``errors``, ``verdicts``, ``loading``, ``lazy``), its
 subpackages are ``specproof.proofs``, ``specproof.harness`` and ``specproof.impls``.
 """
 
 from __future__ import annotations
 
-from specproof.proofs.lazy_exports import make_lazy
+from specproof.lazy import make_lazy
 
 _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
     "check": "specproof.harness.check.driver",
@@ -32,12 +33,12 @@ _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
     "assert_lossless": "specproof.harness.check.testing.asserts",
     **dict.fromkeys(("CheckResult", "Finding"), "specproof.harness.check.result"),
     **dict.fromkeys(("ContractViolation", "VerifierError"), "specproof.harness.check.calls"),
-    "CheckVerdict": "specproof.proofs.engine.vocabulary",
+    "CheckVerdict": "specproof.verdicts",
     "CONTRACTS": "specproof.harness.check.contracts",
     "prove_rule": "specproof.proofs.claims.catalogue",
     "ProofResult": "specproof.proofs.engine.results",
     "exact_reference": "specproof.harness.exact.reference",
-    "SpecproofInputError": "specproof.proofs.errors",
+    "SpecproofInputError": "specproof.errors",
 }
 
 make_lazy(__name__, _EXPORTS)

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.files.json_numbers import number_word
 
 __all__ = ["BASELINE_VOCAB", "BASELINE_DRAFTS", "DIRICHLET_ALPHA", "REFERENCE_LAWS", "RUNTIME_MULTIPLIER",

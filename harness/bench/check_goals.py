@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specproof.impls import get, implementations
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.bench.detection import missing_extra
 from specproof.harness.check.calls import ContractViolation, VerifierError

@@ -47,7 +47,7 @@ from typing import Any, Callable
 import numpy as np
 
 from specproof.impls import get, implementations
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.bench.baselines import BASELINES, CountingVerifier, Flag, RowsToFlag, chi_square_null_rate
 from specproof.harness.bench.event_limit import event_limit_table

@@ -54,7 +54,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair, round_law
 from specproof.proofs.laws.step_rules import CANONICAL
 

@@ -76,7 +76,7 @@ def bench_exact_reference(vocabs: tuple[int, ...] = DEFAULT_VOCABS, *, repeats: 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from specproof.proofs.errors import SpecproofInputError
+    from specproof.errors import SpecproofInputError
 
     if any(v < 2 for v in args.vocab):
         raise SpecproofInputError("--vocab", "sizes must be at least 2", "pass sizes like 4096 262144")

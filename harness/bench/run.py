@@ -99,7 +99,7 @@ import torch
 
 from specproof.impls import get
 from specproof.proofs.claims.catalogue import catalogue
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.engine.results import Verdict
 from specproof.proofs.claims.pipeline import Settings
 from specproof.proofs.claims.theorems import prove_theorem, theorems

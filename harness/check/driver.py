@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import Caller, Deadline, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import Caller, ContractViolation, Deadline, VerifierError, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.contracts import CONTRACT_OPTIONS, Contract, get_contract
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT

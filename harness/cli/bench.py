@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from specproof.harness.cli import options
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["add_parser", "add_reference_options", "run", "run_reference", "print_detection", "ONLY"]
 

@@ -63,8 +63,8 @@ import argparse
 import contextlib
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
-from specproof.proofs.claims.loading import load_object
+from specproof.errors import SpecproofInputError
+from specproof.loading import load_object
 from specproof.proofs.laws.step_rules import step_rules
 
 from specproof.harness.check.contracts import CONTRACTS, get_contract
@@ -198,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
     # the target load; a usage error below waits for that start, then stops it, so a TARGET that does
     # not exist is refused first; SIGTERM stops the check as Ctrl-C does (exit 130, Ray stopped)
     if args.engine == "ray":
-        from specproof.proofs.claims.loading import locate_object
+        from specproof.loading import locate_object
 
         locate_object(args.target, "TARGET")
     with options.sigterm_as_interrupt() if args.engine == "ray" else contextlib.nullcontext(), \

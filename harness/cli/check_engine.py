@@ -16,7 +16,7 @@ import argparse
 import contextlib
 from typing import Any, Iterator
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["add_options", "check_options", "engine_for", "report_engine", "ENGINES"]
 

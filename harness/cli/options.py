@@ -6,7 +6,7 @@ destination, its flag, whether it names a file or a folder), so :func:`check_opt
 output path the command was given, with
 :func:`specproof.harness.files.provenance.check_output_path`, and the seed range, before the command
 measures or writes anything.  A bad value raises
-:class:`~specproof.proofs.errors.SpecproofInputError` naming the flag and the fix (exit 2).
+:class:`~specproof.errors.SpecproofInputError` naming the flag and the fix (exit 2).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from specproof.harness.files.provenance import check_output_path, resolve_output
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["add_json", "add_out", "add_quiet", "add_device", "add_dtype", "add_seed", "check_options", "sigterm_as_interrupt",
            "SEED_LIMIT", "DEVICES"]

@@ -16,7 +16,7 @@ import sys
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS", "SUBCOMMAND_MODULES"]
 

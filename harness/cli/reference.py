@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import step_rules
 
 from specproof.harness.files.envelope import write_envelope

@@ -48,8 +48,8 @@ import torch
 
 from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.laws.block import Tables, block_round_law
-from specproof.proofs.errors import SpecproofInputError
-from specproof.proofs.engine.vocabulary import GridVerdict
+from specproof.errors import SpecproofInputError
+from specproof.verdicts import GridVerdict
 from specproof.proofs.laws.step_rules import get_step_rule
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, SequenceLaw, ToyPair, law_tv, round_law
 

@@ -41,8 +41,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from specproof.proofs.engine.vocabulary import DriftVerdict
-from specproof.proofs.errors import SpecproofInputError
+from specproof.verdicts import DriftVerdict
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.exact.convert import dyadic_array, is_exact_input, round_to_dtype, to_exact
 from specproof.harness.exact.dtypes import DTYPES, DtypeInfo, dtype_name

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.exact.dtypes import DTYPES, DtypeInfo, dtype_info, dtype_name, torch_dtype
 

@@ -48,7 +48,7 @@ import torch
 
 from specproof.harness.exact.dtypes import TORCH_DTYPES, dtype_name
 from specproof.harness.exact.rng_edges import EdgeValue
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["CUDA_EDGE_LABELS", "curand_uniform_float", "curand_uniform_double", "cuda_uniform_value",
            "cuda_exponential_value", "cuda_draw_count", "cuda_edge_values"]

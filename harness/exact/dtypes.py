@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["DTYPES", "DTYPE_NAMES", "HALF_DTYPES", "DtypeInfo", "TORCH_DTYPES", "dtype_info", "dtype_name",
            "torch_dtype"]

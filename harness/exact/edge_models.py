@@ -24,7 +24,7 @@ import torch
 from specproof.harness.exact.cuda_rng_edges import CUDA_EDGE_LABELS, cuda_edge_values
 from specproof.harness.exact.rng_edges import EDGE_LABELS, EdgeValue, edge_values
 from specproof.harness.exact.triton_rng_edges import TRITON_EDGE_LABELS, triton_edge_values
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["EdgeModel", "EDGE_MODELS", "edge_model", "edge_model_for_device"]
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.engine.results import fraction_string  # one definition; re-exported here
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import CANONICAL, StepRule, get_step_rule, step_law
 
 from specproof.harness.exact.convert import array_values, dyadic_array, is_exact_input, to_exact

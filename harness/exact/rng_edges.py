@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.exact.uniform_grids import uniform_grid

@@ -17,7 +17,7 @@ from typing import Any, Callable, Hashable, Mapping
 
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
 from specproof.harness.exact.convert import dyadic_array, round_to_dtype

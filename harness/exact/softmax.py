@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from mpmath import iv
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.exact.convert import to_exact
 from specproof.proofs.arith.fast import DVec

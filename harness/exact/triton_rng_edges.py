@@ -31,7 +31,7 @@ import numpy as np
 
 from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.exact.rng_edges import EdgeValue
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["TRITON_EDGE_LABELS", "TRITON_UNIFORM_SCALE", "triton_uniform_value", "triton_normal_value",
            "triton_edge_values"]

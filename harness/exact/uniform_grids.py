@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.exact.dtypes import DTYPES, TORCH_DTYPES, dtype_name
 from specproof.harness.exact.reference import fraction_string

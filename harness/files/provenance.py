@@ -25,7 +25,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["provenance", "atomic_write_text", "write_json", "check_output_path", "resolve_output", "git_state",
            "cpu_model", "device_name"]

@@ -26,7 +26,7 @@ import math
 import time
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.report.analysis import fmt, row_colour, row_status
 from specproof.harness.report.plan import REPORT_MAX_DETECTABLE_TV, TaskOutcome, TaskSpec

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.report.rows import Figure, Hashes, Row
 from specproof.harness.report.schema import bytes_hash, definition_hash, expected_outcome, rule_hash

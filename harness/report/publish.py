@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.files.envelope import write_document
 from specproof.harness.files.kinds import REPORT

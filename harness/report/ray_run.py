@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.scale.ray_engine import MAX_RETRIES
 from specproof.harness.check.scale.ray_start import start_ray

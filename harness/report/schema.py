@@ -51,7 +51,7 @@ from pathlib import Path
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Mapping
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.files.envelope import migrate_document, read_json_document
 from specproof.harness.files.json_numbers import NUMBER_WORDS
 from specproof.harness.files.kinds import REPORT

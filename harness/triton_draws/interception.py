@@ -32,7 +32,7 @@ import numpy as np
 
 from specproof.harness.exact.rng_edges import EdgeValue
 from specproof.harness.exact.triton_rng_edges import TRITON_EDGE_LABELS, triton_edge_values
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["PRIMITIVE_KINDS", "PrimitiveCall", "TritonEdgeInjection", "RandomnessSources", "randomness_sources",
            "require_interpreter"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 
 from specproof.impls.adapters.base import Adapter, SignatureForm
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["Adapter", "SignatureForm", "ADAPTER_NAMES", "get_adapter", "adapters"]
 

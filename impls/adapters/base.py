@@ -21,7 +21,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["Adapter", "SignatureForm", "derived_seeds", "int64_output"]
 

@@ -5,7 +5,7 @@ z3 and torch (``*_backend``).
 
 from __future__ import annotations
 
-from specproof.proofs.lazy_exports import make_lazy
+from specproof.lazy import make_lazy
 
 _EXPORTS: dict[str, str] = {  # public name -> the submodule that defines it
     **dict.fromkeys(("Arith", "CompareByOperator", "TupleVectors"), "interface"),

@@ -47,7 +47,7 @@ from typing import Any, Callable, Mapping
 
 from specproof.proofs.arith.interface import Arith
 from specproof.proofs.laws.block import Tables, block_continued_law, block_target_law
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.arith.graph import Graph
 from specproof.proofs.engine.isolation import run_with_budget
 from specproof.proofs.claims.opaque import RuleUsageError, trace_rule, traced_rule

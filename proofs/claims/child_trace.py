@@ -8,7 +8,7 @@ objects) and ends with ``os._exit`` so no ``atexit`` handler or buffered output 
 The parent validates the document (:meth:`~specproof.proofs.arith.graph.Graph.from_data`) and never
 imports the file.
 
-Discipline in the child, each breach a :class:`~specproof.proofs.errors.SpecproofInputError` with the
+Discipline in the child, each breach a :class:`~specproof.errors.SpecproofInputError` with the
 file, the line where known and the fix (exit 2):
 
 * any exception, including ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` and custom
@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from specproof.proofs.arith.graph import Graph, GraphError
-from specproof.proofs.claims.loading import import_python_file, line_in
+from specproof.loading import import_python_file, line_in
 from specproof.proofs.claims.opaque import RuleUsageError, own_frame_lookup, trace_rule
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import StepRule
 
 __all__ = ["TracedFile", "trace_file", "MAX_MESSAGE_BYTES"]

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from specproof.proofs.arith.graph import CONDITION, FUNCTIONS, LOG, NUMBER, Graph, GraphBuilder, exact_constant
 from specproof.proofs.arith.interface import Arith
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import StepRule
 
 __all__ = ["RuleUsageError", "Value", "OpaqueArith", "trace_rule", "traced_rule", "own_frame_lookup"]

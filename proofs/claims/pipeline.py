@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from specproof.proofs.arith.exact import ExactArith
 from specproof.proofs.claims.obligations import step_evidence, step_pair_law
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.engine.results import DEFAULT_RLIMIT, Obligation, ProofResult, Verdict, WorstCase, solver_versions
 from specproof.proofs.laws.step_rules import StepRule
 from specproof.proofs.engine.counterexamples import PairLaw, find_counterexample, simplex_grid, worst_case

@@ -13,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any, Iterable
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["CONFUSABLES", "skeleton", "check_rule_name", "MAX_NAME_LENGTH"]
 

@@ -3,7 +3,7 @@
 :func:`run_with_budget` forks, runs ``prove()`` in the child and waits at most ``timeout`` seconds
 for its :class:`~specproof.proofs.engine.results.ProofResult`.  On expiry the child is killed and the
 result is INCONCLUSIVE with the reason (z3's own ``rlimit`` still bounds every single check).  A
-:class:`~specproof.proofs.errors.SpecproofInputError` raised in the child (a user rule's usage
+:class:`~specproof.errors.SpecproofInputError` raised in the child (a user rule's usage
 error) is raised again in the parent; a child that dies or raises anything else is reported through
 ``on_crash`` (a usage error for user rules: the rule's own code killed its process).  Inside a
 daemonic worker process (which may not fork) the call runs in that process, without the time bound.
@@ -16,7 +16,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.engine.results import ProofResult, Verdict, solver_versions
 
 __all__ = ["run_in_child", "run_with_budget"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
-from specproof.proofs.engine.vocabulary import Verdict  # defined in the one verdict vocabulary; re-exported
+from specproof.verdicts import Verdict  # defined in the one verdict vocabulary; re-exported
 
 __all__ = [
     "Verdict",

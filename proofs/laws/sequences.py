@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Callable, Mapping, Sequence
 
 from specproof.proofs.arith.exact import ExactArith
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.step_rules import CANONICAL, StepLaw, StepRule, get_step_rule, step_law
 
 __all__ = [

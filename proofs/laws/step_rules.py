@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any, Callable, Literal
 
 from specproof.proofs.arith.interface import Arith
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = [
     "StepRule",

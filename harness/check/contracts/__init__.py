@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["Contract", "CONTRACTS", "get_contract", "CONTRACT_OPTIONS"]
 

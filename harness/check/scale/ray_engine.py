@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.stats.engine import MAX_BATCH, RowBatch
 from specproof.harness.check.scale.ray_start import RayStart
@@ -101,7 +101,7 @@ def _worker_stream(spec: ShardSpec) -> Any:
     if hit is not None:
         return hit
     import torch  # noqa: F401  (the worker's first torch import)
-    from specproof.proofs.claims.loading import load_object
+    from specproof.loading import load_object
     from specproof.harness.check.calls import Caller, resolve_device
     from specproof.harness.check.driver import Stream
 

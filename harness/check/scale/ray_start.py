@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any, Iterator
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 __all__ = ["RayStart", "require_ray", "start_ray", "RAY_INSTALL"]
 

@@ -58,7 +58,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.stats.eprocess import LN2, SideEvidence
 from specproof.harness.check.events.family import BET_PRODUCT_FAMILY, FLOOR_FAMILY, EventFamily

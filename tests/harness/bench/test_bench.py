@@ -18,7 +18,7 @@ from specproof.harness.bench.baselines import (Flag, chi_square_first_token, chi
                                                pearson_p_values, rows_to_flag, runtime_distribution_test,
                                                runtime_schedule)
 from specproof.impls import get
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 EXACT = get("canonical-ratio-race").fn
 RESAMPLE_FROM_P = get("resample-from-target").fn

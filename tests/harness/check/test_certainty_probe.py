@@ -11,7 +11,7 @@ from specproof.harness import default_suite
 from specproof.harness.check.driver import check
 from specproof.harness.check.result import Verdict
 from specproof.impls import get
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 
 POSITION_MIX_UPS = ["target-rows-shifted", "continue-after-rejection", "bonus-from-wrong-row"]

@@ -15,7 +15,7 @@ from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, injection_passe
 from specproof.harness.check.result import Verdict
 from specproof.harness.check.stats.statistics import bernoulli_kl, event_test, rejection_threshold
 from specproof.impls import get, implementations
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 import cli_targets
 

@@ -16,7 +16,7 @@ from specproof.harness.check.stats.eprocess import SideEvidence, design_detectab
 from specproof.harness.check.events.family import FLOOR_FAMILY, EventFamily
 from specproof.harness.check.result import Verdict
 from specproof.harness.check.stats.statistics import detectable_shift
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 
 def _family(expected_law: np.ndarray) -> EventFamily:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness import Sampling
 from specproof.harness.check.calls import ContractViolation, VerifierError

@@ -14,7 +14,7 @@ from specproof.harness.check.contracts.generate.transformers.suite import (MIN_T
 from specproof.harness.check.contracts.generate.transformers.bound import (logit_error_bound,  # noqa: E402
                                                                  measured_cache_difference)
 from specproof.harness.exact.sampling import Sampling  # noqa: E402
-from specproof.proofs.errors import SpecproofInputError  # noqa: E402
+from specproof.errors import SpecproofInputError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

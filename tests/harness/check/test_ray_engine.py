@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.check.stats.engine import RowBatch
 from specproof.harness.check.scale.ray_engine import merge_batches, shard_plan
 from specproof.harness.check.scale.ray_start import RAY_INSTALL, require_ray
@@ -113,7 +113,7 @@ class TestOnRay:
          "specproof.impls.pipelines.mutants:default_target_generate", "generate"),
     ])
     def test_every_contract_runs_on_ray_with_the_local_rows_and_verdicts(self, contract, target, mutant, suite):
-        from specproof.proofs.claims.loading import load_object
+        from specproof.loading import load_object
         from specproof.harness.check.driver import check
         from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
         from specproof.harness.check.scale.ray_engine import RayEngine

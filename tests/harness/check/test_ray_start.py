@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.check.scale.ray_start import RayStart
 
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import specproof.impls as impls
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.drift.grid import measure_grid, uniform_grid
 from specproof.harness.exact.rng_edges import EDGE_LABELS, edge_values, exponential_value
 from specproof.harness.check.contracts.batched import zero_target_scenarios

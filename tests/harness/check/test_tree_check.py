@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import ContractViolation, VerifierError
 from specproof.harness.check.result import Verdict

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from specproof.proofs.arith.exact import ExactArith
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.multidraft import recursive_rejection_law
 from specproof.proofs.laws.sequences import ToyPair, law_tv, target_law
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import specproof.impls as impls
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.drift.whitebox import FIELDS, measure_whitebox, round_to_dtype
 from specproof.harness.check.testing.strategies import law_pairs
 from specproof.harness.exact.dtypes import TORCH_DTYPES

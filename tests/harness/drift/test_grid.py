@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import specproof.impls as impls
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.drift.whitebox import round_to_dtype
 from specproof.harness.drift.grid import (
     GridVerdict, UniformGrid, grid_round_tolerance, ideal_round_law, measure_grid, uniform_grid,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from specproof.proofs.engine import vocabulary as vocab
-from specproof.proofs.engine.vocabulary import SEVERITY, Severity, severity
+from specproof import verdicts as vocab
+from specproof.verdicts import SEVERITY, Severity, severity
 
 
 def test_old_names_are_the_vocabulary():

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specproof.harness import DTYPES, dyadic_array, exact_softmax, to_exact
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.exact.cuda_rng_edges import (CUDA_EDGE_LABELS, cuda_draw_count, cuda_edge_values,
                                                     cuda_exponential_value, cuda_uniform_value,
                                                     curand_uniform_double, curand_uniform_float)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.exact.edge_models import EDGE_MODELS, edge_model, edge_model_for_device
 from specproof.harness.exact.rng_edges import edge_values
 

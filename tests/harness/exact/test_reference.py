@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specproof.harness import exact_reference, sum_bound
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.check.testing.strategies import law_pairs
 
 DTYPES = ["float16", "bfloat16", "float32", "float64"]

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.batched.scenarios import Scenario
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.rounded import RoundedPair, exact_law_row

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.exact.triton_rng_edges import (TRITON_EDGE_LABELS, TRITON_UNIFORM_SCALE, triton_edge_values,
                                                       triton_normal_value, triton_uniform_value)
 

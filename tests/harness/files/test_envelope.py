@@ -17,7 +17,7 @@ from specproof.harness.files.kinds import (BENCH, BENCH_REFERENCE, CHECK, COMPAR
                                            REPORT, WHITEBOX_DRIFT)
 from specproof.harness.report.compare import compare_documents
 from specproof.harness.report.schema import load_results
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 BEFORE = Path(__file__).parents[2] / "support" / "fixtures" / "before_envelope"
 """reports/cpu/results.json and reports/bench/*.json as committed before the envelope (commit 3371270)."""

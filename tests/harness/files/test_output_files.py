@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from specproof.harness.files.provenance import atomic_write_text, check_output_path, write_json
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 
 def _mode(path) -> int:
@@ -147,7 +147,7 @@ def test_a_folder_that_refuses_new_files_is_refused_before_the_run(tmp_path, mon
     import tempfile
 
     from specproof.harness.files import provenance
-    from specproof.proofs.errors import SpecproofInputError
+    from specproof.errors import SpecproofInputError
 
     def refuse(*args, **kwargs):
         raise OSError(30, "Read-only file system")

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from specproof.harness.files.provenance import resolve_output
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 
 @pytest.fixture

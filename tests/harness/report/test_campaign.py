@@ -14,7 +14,7 @@ import pytest
 from specproof.harness.report.compare import without_timing
 
 import specproof.impls as impls
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.harness.cli import main
 from specproof.harness.report.campaign import load_campaign, run_campaign
 from specproof.harness.report.run import ReportEngine

@@ -12,7 +12,7 @@ from test_compare import KEY, document, marks, row, write
 from specproof.harness.cli import main
 from specproof.harness.report.compare import compare_documents
 from specproof.harness.report.schema import expected_outcome, migrate, validate
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 SAMPLE = Path(__file__).resolve().parents[3] / "reports" / "cpu" / "results.json"
 ZOO_KEY = "statistical/resample-from-target/float32/default-suite"

@@ -17,7 +17,7 @@ from specproof.harness.report.render import render_report, terminal_summary
 from specproof.harness.report.schema import (SCHEMA, definition_hash, load_results, migrate, migrate_1_to_2,
                                              row_key, rule_hash)
 from specproof.harness.report.plan import TaskSpec, run_task
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 SAMPLE = Path(__file__).resolve().parents[3] / "reports" / "cpu"
 TINY_RECORDS = ("whitebox-ratio", "whitebox-residual-clamped", "canonical-ratio-uniforms",

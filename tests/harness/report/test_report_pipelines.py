@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 import specproof.impls as impls
 from specproof.harness.report.pipelines import QUICK_PIPELINES, pipeline_table, pipeline_tasks

@@ -18,7 +18,7 @@ import triton.language as tl  # noqa: E402
 from specproof.harness.exact.edge_models import edge_model  # noqa: E402
 from specproof.harness.triton_draws.interception import (TritonEdgeInjection, randomness_sources,  # noqa: E402
                                                          require_interpreter)
-from specproof.proofs.errors import SpecproofInputError  # noqa: E402
+from specproof.errors import SpecproofInputError  # noqa: E402
 
 ROWS = 128
 TL_RAND_MIN = 4.6566127342e-10

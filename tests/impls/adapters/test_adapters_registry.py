@@ -10,7 +10,7 @@ from specproof.impls.adapters import ADAPTER_NAMES, adapters, get_adapter
 from specproof.impls.adapters.sglang_tree import tree_links
 from specproof.impls.runtime_layouts import (flashinfer, sglang_chain, sglang_tree, transformers, vllm_mrv2, vllm_v0,
                                              vllm_v1)
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 LAYOUT = {"vllm-v1": vllm_v1.rejection_sample, "vllm-v0": vllm_v0.forward,
           "flashinfer": flashinfer.chain_speculative_sampling, "transformers": transformers.speculative_sampling,

@@ -18,7 +18,7 @@ from specproof.harness.check.injection import inject_check
 from specproof.harness.check.driver import check
 from specproof.impls.adapters import get_adapter, sglang_chain as sglang_chain_adapter, vllm_mrv2 as mrv2_adapter
 from specproof.impls.runtime_layouts import flashinfer, sglang_chain, vllm_mrv2, vllm_v1
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 MAX_TV = 0.2
 MRV2 = mrv2_adapter.ADAPTER

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
 from specproof.harness.exact.dtypes import TORCH_DTYPES

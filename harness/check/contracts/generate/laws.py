@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.contracts.batched.families import EventFamily
 from specproof.harness.exact.convert import to_exact

@@ -19,7 +19,7 @@ from typing import Hashable, Sequence
 import numpy as np
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import ContractViolation
 from specproof.harness.check.contracts.generate.signature import MAX_DRAFT, record_violation

@@ -38,7 +38,7 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol, Sequence
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import ContractViolation, VerifierError, call_verifier
 

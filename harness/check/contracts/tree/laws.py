@@ -35,7 +35,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable, Iterator, Sequence
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
 
 from specproof.harness.check.options import SIBLING_MODES

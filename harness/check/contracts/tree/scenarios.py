@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import ToyPair
 
 from specproof.harness.exact.convert import round_to_dtype

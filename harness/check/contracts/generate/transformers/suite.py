@@ -41,7 +41,7 @@ from typing import Any, Hashable, Sequence
 
 import torch
 
-from specproof.proofs.errors import SpecproofInputError
+from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.contracts.generate.signature import MAX_DRAFT
 from specproof.harness.check.contracts.generate.transformers.bound import logit_error_bound
