@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {  # public name -> the module that defines it
     **dict.fromkeys(("Scenario", "default_suite", "scenario_strategy"), "check.contracts.batched.scenarios"),
     **dict.fromkeys(("SoftmaxReference", "exact_softmax"), "exact.softmax"),
     **dict.fromkeys(("Sampling", "apply_sampling"), "exact.sampling"),
-    **dict.fromkeys(("critical_value", "detectable_shift", "samples_for_shift"), "check.stats.statistics"),
+    **dict.fromkeys(("detectable_shift", "samples_for_shift"), "check.stats.statistics"),
     **dict.fromkeys(("check_tolerance", "round_tolerance", "step_tolerance"), "exact.tolerances"),
 }
 

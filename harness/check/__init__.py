@@ -1,1 +1,2 @@
-"""Statistical checks of black-box verifiers: scenarios, events, tests, the runner, its result, hypothesis strategies, asserts and the pytest plugin."""
+"""The check of black-box targets against the exact law: one driver over the contract records (batched,
+tree, generate), their statistics, events, RNG edge injection, Ray and the test-suite helpers."""

@@ -16,30 +16,26 @@ Power.  Against an alternative with ``E[Y] = P(A) + tau + delta`` the test fires
 least ``1 - beta`` when the rejection threshold ``a*`` satisfies ``exp(-N KL(a* || P(A)+tau+delta))
 <= beta`` (Chernoff again, lower tail); :func:`detectable_shift` solves for the smallest ``delta``.
 
-The test is written once, vectorised over events: :func:`chernoff_statistics` (the runner calls it for
-every family); :func:`event_test` is the same computation for one event.  :func:`bernoulli_kl` is the
-scalar KL the power solvers bisect on.
+The engine's tests are the e-processes of :mod:`.eprocess`; this module holds what plans them: the
+fixed-sample threshold :func:`rejection_threshold`, the power solvers :func:`detectable_shift` and
+:func:`samples_for_shift` (a stream's quota and detectable TV), the rate a certainty probe sees, and
+:func:`bernoulli_kl`, the scalar KL they bisect on.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
     "bernoulli_kl",
     "bernoulli_kl_array",
-    "chernoff_statistics",
     "rejection_threshold",
     "detectable_shift",
     "samples_for_shift",
     "certain_rate_seen",
     "rows_to_see_rate",
-    "event_test",
-    "EventOutcome",
-    "critical_value",
 ]
 
 
@@ -68,24 +64,6 @@ def bernoulli_kl_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.where((b <= 0) & (a > 0), np.inf, out)
     out = np.where((b >= 1) & (a < 1), np.inf, out)
     return np.maximum(np.nan_to_num(out, nan=np.inf), 0.0)
-
-
-def chernoff_statistics(expected: np.ndarray, observed: np.ndarray, n: int, tolerance: np.ndarray) -> np.ndarray:
-    """``N KL(m || edge)`` per event, against the nearest edge of ``[P - tau, P + tau]`` (clipped to
-    ``[0, 1]``); 0 inside the band.  An event rejects where the statistic reaches ``c``."""
-    expected, observed, tolerance = (np.asarray(x, dtype=np.float64) for x in (expected, observed, tolerance))
-    hi = np.minimum(1.0, expected + tolerance)
-    lo = np.maximum(0.0, expected - tolerance)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.where(observed > hi, n * bernoulli_kl_array(np.minimum(observed, 1.0), hi),
-                        np.where(observed < lo, n * bernoulli_kl_array(np.maximum(observed, 0.0), lo), 0.0))
-
-
-def critical_value(alpha: float, events: int, looks: int = 1) -> float:
-    """``c = ln(2 * events * looks / alpha)``: per-side Chernoff exponent for a family-wise ``alpha``."""
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha={alpha} must be in (0, 1)")
-    return math.log(2.0 * max(events, 1) * max(looks, 1) / alpha)
 
 
 def rejection_threshold(mu: float, n: int, c: float, upper: bool = True) -> float:
@@ -154,23 +132,6 @@ def samples_for_shift(delta: float, p: float, c: float, tau: float = 0.0, beta: 
     return hi
 
 
-@dataclass(frozen=True)
-class EventOutcome:
-    """One event's test: expected vs observed mean, and whether it rejected."""
-
-    expected: float
-    observed: float
-    tolerance: float
-    statistic: float  # N * KL(observed || nearest null boundary), 0 inside the tolerance band
-    critical: float
-    rejected: bool
-
-    @property
-    def excess(self) -> float:
-        """How far the observed mean lies beyond the tolerance band (0 inside it)."""
-        return max(0.0, abs(self.observed - self.expected) - self.tolerance)
-
-
 def certain_rate_seen(rows: int, beta: float = 0.01) -> float:
     """The smallest per-row rate ``r`` of an impossible outcome (a certain finding at its first
     occurrence) that ``rows`` i.i.d. rows show with probability at least ``1 - beta``:
@@ -186,12 +147,3 @@ def rows_to_see_rate(rate: float, beta: float = 0.01) -> int | float:
     if rate >= 1:
         return 1
     return max(1, math.ceil(math.log(beta) / math.log1p(-rate) - 1e-9))
-
-
-def event_test(expected: float, observed: float, n: int, c: float, tau: float = 0.0) -> EventOutcome:
-    """Two-sided Chernoff test of ``|E[Y] - expected| <= tau`` from the mean of ``n`` rows.
-
-    An event of probability exactly 0 (``expected == 0`` and ``tau == 0``) rejects on any occurrence:
-    a correct implementation cannot produce it at all.  One event of :func:`chernoff_statistics`."""
-    stat = float(chernoff_statistics(np.array([expected]), np.array([observed]), n, np.array([tau]))[0])
-    return EventOutcome(expected, observed, tau, stat, c, stat >= c)

@@ -1,4 +1,4 @@
-"""Each batched adapter around the canonical rule in its runtime's layout passes check_verifier; each
+"""Each batched adapter around the canonical rule in its runtime's layout passes the check; each
 runtime-layout mutant fails through the same adapter (statistically, by a certain finding, or by RNG
 edge injection), so the adapter path can fail.
 
