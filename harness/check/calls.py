@@ -26,7 +26,7 @@ from specproof.errors import SpecproofInputError
 
 
 __all__ = ["ContractViolation", "VerifierError", "Caller", "call_verifier", "validate_output", "check_timeout",
-           "resolve_device", "Deadline", "REPRODUCIBILITY_MIN_ROWS"]
+           "resolve_device", "readable_copy", "Deadline", "REPRODUCIBILITY_MIN_ROWS"]
 
 REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on when a time budget shrinks it
 
@@ -127,12 +127,7 @@ def validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str)
         raise bad(f"has shape {tuple(emitted.shape)}, expected {(batch, k + 1)}", "return [B, K+1]")
     if emitted.dtype != torch.int64:
         raise bad(f"has dtype {emitted.dtype}", "return int64 token ids")
-    if emitted.device.type == "meta":
-        raise bad("is on the meta device (it holds no values)", "return a tensor on the input's device")
-    try:
-        emitted = emitted.detach().cpu().clone()
-    except RuntimeError as err:
-        raise bad(f"cannot be read on the CPU ({err})", "return an ordinary dense tensor") from None
+    emitted = readable_copy(emitted, bad)
     if bool(((emitted < -1) | (emitted >= vocab)).any()):
         raise bad(f"has ids outside [-1, {vocab})", "emit token ids in range, -1 only as padding")
     present = emitted >= 0
@@ -141,6 +136,19 @@ def validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str)
     if bool((present[:, 1:] & ~present[:, :-1]).any()):
         raise bad("has -1 holes (a token after a -1)", "pad with -1 only after the last emitted token")
     return emitted
+
+
+def readable_copy(out: torch.Tensor, bad: Callable[[str, str], ContractViolation]) -> torch.Tensor:
+    """A dense CPU copy of a target's output tensor, or ``bad(problem, fix)`` raised: a meta tensor holds
+    no values, a sparse one is not a token tensor, and one that cannot be read on the CPU says why."""
+    if out.device.type == "meta":
+        raise bad("is on the meta device (it holds no values)", "return a tensor on the inputs' device")
+    if out.layout != torch.strided:
+        raise bad(f"is a {out.layout} tensor", "return an ordinary dense tensor (out.to_dense())")
+    try:
+        return out.detach().cpu().clone()
+    except RuntimeError as err:
+        raise bad(f"cannot be read on the CPU ({err})", "return an ordinary dense tensor") from None
 
 
 def resolve_device(device: Any) -> torch.device:

@@ -449,3 +449,12 @@ def test_a_time_budget_bounds_a_hanging_call_too():
     with pytest.raises(VerifierError, match=r"did not return before the time budget \(3 s\) ran out") as info:
         check(hangs_later, time_budget=3.0, progress=False)
     assert time.perf_counter() - start < 3.0 + 1.0 + 2.0 and "--time-budget" in info.value.fix
+
+
+def test_a_sparse_output_is_a_contract_violation_not_a_traceback():
+    def sparse(draft_probs, target_probs, draft_token_ids, generator):
+        return get("canonical-ratio-race").fn(draft_probs, target_probs, draft_token_ids, generator).to_sparse()
+
+    with pytest.raises(ContractViolation, match="sparse_coo tensor") as info:
+        check(sparse, samples=64, inject=False, progress=False)
+    assert "to_dense" in info.value.fix

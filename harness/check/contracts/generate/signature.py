@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol, Sequence
 
 from specproof.errors import SpecproofInputError
 
-from specproof.harness.check.calls import ContractViolation, VerifierError, call_verifier
+from specproof.harness.check.calls import ContractViolation, VerifierError, call_verifier, readable_copy
 
 if TYPE_CHECKING:
     import torch
@@ -128,12 +128,7 @@ def validate_generate_output(out: Any, batch: int, new_tokens: int, vocab: int, 
                   "exactly max_new_tokens per row)", "drop the prompt and return exactly max_new_tokens per row")
     if out.dtype != torch.int64:
         raise bad(f"has dtype {out.dtype}", "return int64 token ids (LongTensor)")
-    if out.device.type == "meta":
-        raise bad("is on the meta device (it holds no values)", "return a tensor on the prompt's device")
-    try:
-        out = out.detach().cpu().clone()
-    except RuntimeError as err:
-        raise bad(f"cannot be read on the CPU ({err})", "return an ordinary dense tensor") from None
+    out = readable_copy(out, bad)
     if bool(((out < 0) | (out >= vocab)).any()):
         raise bad(f"has ids outside [0, {vocab})", "return token ids of the models' vocabulary (no padding)")
     return out
