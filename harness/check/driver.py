@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import time
+from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -197,10 +198,21 @@ def _reproducibility(stream: Stream, caller: Caller, rows: int) -> list[Finding]
                     f"the target {IRREPRODUCIBLE}", 0.0, differ / rows, 0.0, math.inf, 0.0, rows)]
 
 
-def _injection_findings(injection: InjectionResult) -> list[Finding]:
-    """Each injection finding as a certain :class:`Finding` (its text names the edge and its rate)."""
-    return [Finding(f.scenario, "rng-injection", f.describe(), 0.0, float(f.injected_rate), 0.0, math.inf, 0.0,
-                    injection.rows) for f in injection.findings]
+def _injection_findings(injection: InjectionResult,
+                        accept_rate: float | None) -> tuple[list[Finding], list[Finding]]:
+    """Each injection finding as a certain :class:`Finding` (its text names the edge and its rate; ``rate``
+    holds its rate bound on the real generator), split into findings and the residues ``accept_rate``
+    accepts: those whose rate bound is known and at most ``accept_rate`` (a finding of unknown rate is
+    never accepted)."""
+    findings: list[Finding] = []
+    accepted: list[Finding] = []
+    for f in injection.findings:
+        bound = f.rate_bound
+        finding = Finding(f.scenario, "rng-injection", f.describe(), 0.0, float(f.injected_rate), 0.0, math.inf,
+                          0.0, injection.rows, rate=None if bound is None else float(bound))
+        keep = accept_rate is None or bound is None or bound > Fraction(accept_rate)
+        (findings if keep else accepted).append(finding)
+    return findings, accepted
 
 
 def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
@@ -226,10 +238,11 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     prepared = [impl.prepare(s, options, device) for s in suite]
     streams = [Stream(number, p, caller, options.seed, options.batch_size)
                for number, p in zip(stream_numbers(prepared), prepared)]
-    inject_here = options.inject and device.type == "cpu"
+    inject_here = options.inject and device.type in ("cpu", "cuda")  # generators with an edge model
     injection_note = None
     if options.inject and not inject_here:
-        injection_note = f"RNG edge injection not run: its edge model covers torch's CPU generator, not {device.type}"
+        injection_note = (f"RNG edge injection not run: its edge models cover torch's CPU and CUDA generators, "
+                          f"not {device.type}")
     subjects = impl.injection_scenarios(prepared, options, device) if inject_here else []
     passes = injection_passes(len(subjects))
     interlude_passes = passes + 2  # the injection's passes and the reproducibility pair (each at most a pass)
@@ -268,10 +281,13 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
             pair_note = deadline.pair_skipped()
         interlude_rows = caller.rows - before
         if subjects and not (reproducibility and options.fail_fast):
+            # under --accept-rate a finding may be an accepted residue: the injection then runs every scenario
             injection = run_injection(subjects, injection_caller, dtype=options.dtype, seed=options.seed,
-                                      rows=pass_rows(), fail_fast=options.fail_fast, deadline=deadline)
+                                      rows=pass_rows(), fail_fast=options.fail_fast and options.accept_rate is None,
+                                      deadline=deadline)
             interlude_rows += injection.verifier_rows
-        return bool(reproducibility) or bool(injection is not None and injection.findings)
+        return bool(reproducibility) or bool(
+            injection is not None and _injection_findings(injection, options.accept_rate)[0])
 
     engine = options.engine
     drawn = streams if engine is None else engine.shard(streams, target, options)
@@ -290,7 +306,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     finally:
         if engine is not None:
             engine.release()  # pieces submitted ahead and never read
-    injected = _injection_findings(injection) if injection is not None else []
+    injected, accepted = _injection_findings(injection, options.accept_rate) if injection is not None else ([], [])
     extra = list(reproducibility) + injected
     injection_note = interlude_note(injection.summary() if injection is not None else injection_note, ran,
                                     bool(subjects), injection is not None, run.stop_reason)
@@ -311,4 +327,4 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        injection=None if injection is None else injection.as_json(),
                        injection_summary="\n".join(filter(None, [injection_note, pair_note])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
-                       contract=contract.name)
+                       contract=contract.name, accept_rate=options.accept_rate, accepted_residues=accepted)

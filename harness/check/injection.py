@@ -14,10 +14,13 @@ Why a dispatch mode, not ``TorchFunctionMode``: the dispatch mode sees the ATen 
 Python spelling (``torch.rand``, ``rand_like``, ``Tensor.uniform_``, ``empty(..).exponential_``, the
 ``out=`` forms, ``torch.distributions``, ``F.gumbel_softmax``'s ``exponential_`` inside a composite op)
 and hands over the output tensor to edit; a function mode sees only Python-level calls and would have
-to know every alias.  Reachable: eager ATen calls on CPU tensors (``aten.rand``, ``rand_like``,
-``uniform_``/``uniform`` on ``[0, 1)``, ``exponential_``/``exponential`` with rate 1).  Seen and counted
-but not injected (no exact edge model here): ``randn``, ``randint``, ``bernoulli``, ``normal_``,
-``randperm``, other ranges or rates, CUDA tensors.  ``multinomial(w, 1)`` draws its exponential keys
+to know every alias.  Reachable: eager ATen calls on CPU and CUDA tensors (``aten.rand``, ``rand_like``,
+``uniform_``/``uniform`` on ``[0, 1)``, ``exponential_``/``exponential`` with rate 1), each with the edges
+of its device's generator (:func:`specproof.harness.exact.edge_models.edge_model_for_device`: the CPU's
+from :mod:`.rng_edges`, CUDA's Philox/curand ones from :mod:`.cuda_rng_edges`; CUDA's exponential has no
+``zero`` edge, so that pass does not exist there).  Seen and counted but not injected (no exact edge
+model here): ``randn``, ``randint``, ``bernoulli``, ``normal_``, ``randperm``, other ranges or rates,
+other devices.  ``multinomial(w, 1)`` draws its exponential keys
 inside the C++ kernel (unseen by the mode); kind ``"multinomial"`` (opt-in, not in the default
 ``kinds``) replays them from the saved generator state and injects their edges: an ``E = 0`` key at a
 zero weight makes ``0/0 = NaN`` win, torch's own sampler defect, not the verifier's rule.  Not
@@ -26,9 +29,10 @@ reachable: draws inside ``torch.compile`` graphs (the mode sets the documented
 without it dynamo refuses to compile under a user dispatch mode), custom C++/CUDA/Triton kernels, and
 numpy or Python ``random``.  A verifier with no injectable draw is reported as such.
 
-Rates.  ``injected_rate = flagged rows / rows`` is exact for the run.  The real generator's rate is
-given to first order only: the injected run is the real law with the edge's mass tilted from ``P`` to
-``f' = f + (1 - f) P`` per entry, so when a row fails through one entry equal to the edge,
+Rates.  ``injected_rate = flagged rows / rows`` is exact for the run.  The real generator's rate has a
+rigorous upper bound (:attr:`InjectionFinding.rate_bound`: the expected number of edge-valued draws per
+round, by the union bound), the figure ``--accept-rate`` compares, and a first-order estimate: the
+injected run is the real law with the edge's mass tilted from ``P`` to ``f' = f + (1 - f) P`` per entry, so when a row fails through one entry equal to the edge,
 ``rate ~ injected_rate P / f'`` (biased by O(f) where earlier injected entries change which entry is
 reached).  The exact rate of a uniforms-contract core is :func:`specproof.harness.drift.grid.measure_grid`.
 """
@@ -52,10 +56,24 @@ from specproof.harness.check.seeding import SEED_LIMIT, generator, injection_see
 from specproof.harness.check.result import DEFAULT_TIMEOUT
 from specproof.harness.exact.dtypes import DTYPES
 from specproof.harness.exact.reference import fraction_string
-from specproof.harness.exact.rng_edges import DRAW_KINDS, EDGE_LABELS, EdgeValue, edge_values
+from specproof.harness.exact.edge_models import EdgeModel, edge_model_for_device
+from specproof.harness.exact.rng_edges import DRAW_KINDS, EdgeValue
 
 INJECTABLE_KINDS = DRAW_KINDS + ("multinomial",)  # multinomial: edges of its internal exponential keys
-_LABELS = {**EDGE_LABELS, "multinomial": EDGE_LABELS["exponential"]}
+_GENERATOR_DEVICES = ("cpu", "cuda")  # torch generators with an edge model (harness.exact.edge_models)
+
+
+def _labels(model: EdgeModel, kind: str) -> tuple[str, ...]:
+    """The edge labels of ``kind`` draws under ``model`` (a multinomial's keys are exponential draws)."""
+    return model.labels["exponential" if kind == "multinomial" else kind]
+
+
+def _edge(device: Any, kind: str, dtype: str, label: str) -> EdgeValue | None:
+    """The ``label`` edge of ``kind`` draws in ``dtype`` on ``device``'s generator; None where that
+    generator has no such edge (CUDA's exponential never returns 0)."""
+    model = edge_model_for_device(device)
+    kind = "exponential" if kind == "multinomial" else kind
+    return next((e for e in model.edge_values(kind, dtype) if e.label == label), None)
 
 __all__ = ["EdgeInjection", "INJECTABLE_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
            "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text"]
@@ -103,8 +121,8 @@ def _classify(packet: Any, args: tuple, kwargs: dict, out: Any) -> tuple[str | N
         return None, None
     if not isinstance(out, torch.Tensor) or str(out.dtype).replace("torch.", "") not in DTYPES:
         return None, "output dtype not modelled"
-    if out.device.type != "cpu":
-        return None, f"{out.device.type} generator not modelled (CPU only)"
+    if out.device.type not in _GENERATOR_DEVICES:
+        return None, f"{out.device.type} generator not modelled (CPU and CUDA only)"
     if packet in _UNIFORM:
         low, high = _argument(args, kwargs, 1, "from", 0.0), _argument(args, kwargs, 2, "to", 1.0)
         if packet in _ops("uniform_", "uniform") and (low, high) != (0.0, 1.0):
@@ -143,21 +161,22 @@ class EdgeInjection(TorchDispatchMode):
         w = args[0]
         samples = int(kwargs.get("num_samples", args[1] if len(args) > 1 else 1))
         dtype = str(w.dtype).replace("torch.", "")
-        modelled = w.device.type == "cpu" and samples == 1 and dtype in DTYPES and w.dim() in (1, 2)
-        source = kwargs.get("generator") or torch.random.default_generator
+        modelled = w.device.type in _GENERATOR_DEVICES and samples == 1 and dtype in DTYPES and w.dim() in (1, 2)
+        source = kwargs.get("generator") or (torch.cuda.default_generators[w.device.index or 0]
+                                             if w.device.type == "cuda" else torch.random.default_generator)
         state = source.get_state() if modelled else None
         out = func(*args, **kwargs)
         record = DrawRecord("aten.multinomial", "multinomial" if modelled else None, dtype, str(w.device), w.numel(),
-                            None if modelled else "only one sample from CPU weights is modelled")
-        if modelled and self.kind == "multinomial" and w.numel():
-            replay = torch.Generator()
+                            None if modelled else "only one sample from CPU or CUDA weights is modelled")
+        edge = _edge(w.device, "multinomial", dtype, self.label) if modelled and self.kind == "multinomial" else None
+        if edge is not None and w.numel():
+            replay = torch.Generator(device=w.device)
             replay.set_state(state)
             keys = torch.empty_like(w).exponential_(generator=replay)
             if not torch.equal((w / keys).argmax(-1, keepdim=True), out):
                 record.kind, record.reason = None, "the replayed race differs from torch.multinomial"
             else:
-                edge = next(e for e in edge_values("exponential", dtype) if e.label == self.label)
-                mask = self._mask(tuple(keys.shape))
+                mask = self._mask(tuple(keys.shape)).to(keys.device)
                 keys.masked_fill_(mask, float(edge.value))
                 out.copy_((w / keys).argmax(-1, keepdim=True))  # torch's own steps: div, then argmax
                 record.injected, record.edge = int(mask.sum()), edge
@@ -176,9 +195,9 @@ class EdgeInjection(TorchDispatchMode):
         device = str(getattr(out, "device", "?"))
         record = DrawRecord(str(func.overloadpacket), kind, dtype, device,
                             out.numel() if isinstance(out, torch.Tensor) else 0, reason)
-        if kind is not None and kind == self.kind and out.numel():
-            edge = next(e for e in edge_values(kind, dtype) if e.label == self.label)
-            mask = self._mask(tuple(out.shape))
+        edge = _edge(out.device, kind, dtype, self.label) if kind is not None and kind == self.kind else None
+        if edge is not None and out.numel():
+            mask = self._mask(tuple(out.shape)).to(out.device)
             out.masked_fill_(mask, float(edge.value))  # exact: the value is in the dtype
             record.injected, record.edge = int(mask.sum()), edge
         self.records.append(record)
@@ -199,6 +218,21 @@ class InjectionFinding:
     flagged_rows: int
     reproducible: bool
     example: str
+    draws: tuple[int, ...] = ()  # per edge: the ``kind`` draws in its dtype the scenario's baseline pass made
+
+    @property
+    def rate_bound(self) -> Fraction | None:
+        """An upper bound on this failure's rate per round (row) on the real generator, or None (unknown).
+
+        The finding fails only where a draw holds the injected edge (the baseline, same inputs and
+        generator state, does not fail), so on the real generator the failure needs at least one of the
+        round's ``kind`` draws to equal an edge: by the union bound its rate is at most the expected number
+        of edge-valued draws per round, ``sum_e (draws_e / rows) P(e)``, averaged over the scenario's rows.
+        What it bounds is the failure *through these edge values*; a failure at other values is the
+        statistical test's to find.  Unknown (None) for a failure seen without injection."""
+        if self.kind is None or len(self.draws) != len(self.edges) or not self.edges:
+            return None
+        return sum((Fraction(n, self.rows) * e.probability for n, e in zip(self.draws, self.edges)), Fraction(0))
 
     @property
     def injected_rate(self) -> Fraction:
@@ -222,8 +256,10 @@ class InjectionFinding:
             head = (f"{self.scenario}: {self.problem} when {draw} is {self.label} "
                     f"({'; '.join(e.describe() for e in self.edges)}); {self.flagged_rows}/{self.rows} rows "
                     f"with {fraction_string(self.fraction)} of entries injected")
-            if est is not None:
-                head += f"; real-generator rate ~ {float(est):.3g} per round (first order)"
+            bound = self.rate_bound
+            if bound is not None:
+                head += f"; real-generator rate at most {float(bound):.3g} per round" + (
+                    f" (~ {float(est):.3g} to first order)" if est is not None else "")
         return head + ("; reproducible" if self.reproducible else "; NOT reproducible") + f"; e.g. {self.example}"
 
     def as_json(self) -> dict[str, Any]:
@@ -233,7 +269,8 @@ class InjectionFinding:
                 "rows": self.rows, "flagged_rows": self.flagged_rows,
                 "injected_rate": fraction_string(self.injected_rate),
                 "estimated_rate": None if est is None else fraction_string(est),
-                "reproducible": self.reproducible, "example": self.example}
+                "rate_bound": None if self.rate_bound is None else fraction_string(self.rate_bound),
+                "draws": list(self.draws), "reproducible": self.reproducible, "example": self.example}
 
 
 @dataclass(frozen=True)
@@ -326,8 +363,12 @@ class _Pass:
         self.rows = subject.batch_rows(batch)
 
     def __call__(self, mode: EdgeInjection) -> Any:
-        with torch.random.fork_rng(devices=[]):
+        device = self.caller.device
+        cuda = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
             torch.random.default_generator.manual_seed(self.seed % SEED_LIMIT)
+            if cuda:
+                torch.cuda.manual_seed(self.seed % SEED_LIMIT)
             with mode:
                 return self.caller(self.subject, self.batch, self.seed)
 
@@ -355,7 +396,7 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
                                              same, run.example(base, base, first)))
     passes, tried = 0, []
     for kind in kinds_drawn(records, kinds):
-        for label in _LABELS[kind]:
+        for label in _labels(edge_model_for_device(run.caller.device), kind):
             if deadline is not None and not deadline.fits(rows):
                 not_run.append(f"{name}: {kind} edge '{label}'")
                 continue
@@ -371,9 +412,11 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
             mode, out = injected()
             edges = tuple({(e.kind, e.dtype, e.label): e for r in mode.records if (e := r.edge)}.values())
             tried += [e for e in edges if e not in tried]
+            # the baseline's draws of this kind in each edge's dtype: the rate bound's union (rate_bound)
+            draws = tuple(sum(r.entries for r in records if r.kind == kind and r.dtype == e.dtype) for e in edges)
             if isinstance(out, str):
                 findings.append(InjectionFinding(name, _CONTRACT, kind, label, edges,
-                                                 fraction, rows, rows, injected()[1] == out, out))
+                                                 fraction, rows, rows, injected()[1] == out, out, draws))
                 continue
             # rows the injection changed that now fail and did not fail unaided (the baseline); a problem
             # the baseline shows needs no rare draw to explain it
@@ -389,7 +432,7 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
                 if flagged.any():
                     first = int(np.flatnonzero(flagged)[0])
                     findings.append(InjectionFinding(name, problem, kind, label, edges, fraction, rows,
-                                                     int(flagged.sum()), repro, run.example(out, base, first)))
+                                                     int(flagged.sum()), repro, run.example(out, base, first), draws))
     return findings, passes, tried
 
 
@@ -415,7 +458,7 @@ def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype
     frac = _fraction(fraction)
     if not subjects:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario with target zeros")
-    edge_values("uniform", dtype, str(caller.device))  # refuses devices without an edge model
+    edge_model_for_device(caller.device)  # refuses devices without an edge model
     findings, records, tried, passes, not_run, ran = [], [], [], 0, [], []
     before = caller.rows
     for index, subject in enumerate(subjects):
@@ -460,7 +503,7 @@ def inject_check(target: Callable[..., Any], *, contract: str = "batched", dtype
                                  **contract_options)
     impl = options.contract.implementation()
     torch_device = resolve_device(device)
-    edge_values("uniform", options.dtype, str(torch_device))  # refuses devices without an edge model
+    edge_model_for_device(torch_device)  # refuses devices without an edge model
     if scenarios is not None:
         subjects = [impl.prepare(s, options, torch_device) for s in scenarios]
     else:

@@ -65,6 +65,7 @@ class CheckOptions:
     timeout: float | None = DEFAULT_TIMEOUT  # seconds per call of the target
     fail_fast: bool = False
     inject: bool = True
+    accept_rate: float | None = None  # certain rare-draw findings whose real-generator rate bound is <= this pass
     batch_size: int = 8192
     progress: Any = None
     hard_timeout: bool = False  # end the process when the target ignores its time limit (the CLI's choice)
@@ -121,6 +122,11 @@ class CheckOptions:
         if self.budget is not None:
             _whole("budget", self.budget, 0, MAX_ROWS_PER_SCENARIO * 100, "100_000")  # too few: the driver says how many
         _whole("batch_size", self.batch_size, 1, None, "8192")
+        if self.accept_rate is not None:
+            _number("accept_rate", self.accept_rate, lambda x: 0 < x < 1, "a rate per round in (0, 1)", "1e-12")
+            if not self.inject:
+                raise SpecproofInputError("accept_rate", "given with the RNG edge injection off",
+                                          "drop --no-inject (its findings are what the rate accepts) or drop it")
         if self.level not in LEVEL_NAMES:
             raise SpecproofInputError("level", f"{self.level!r} is not a level", f"use one of {list(LEVEL_NAMES)}")
         if self.scenarios is not None:

@@ -57,6 +57,7 @@ class Finding:
     position: int | None = None  # 1-based token position at which the event's law first differs
     note: str | None = None  # what the finding means for a runtime (e.g. a known sampler defect)
     sides: str = "both"  # the null the event holds a lossless system to (EventFamily.sides)
+    rate: float | None = None  # RNG-injection findings: their rate bound per round on the real generator
 
     def as_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in self.__dict__.items()} | {
@@ -156,6 +157,8 @@ class CheckResult:
     time_budget: float | None = None
     inconclusive: str | None = None  # why a sharded check concluded nothing (a shard failed for good)
     contract: str = "batched"  # the check contract the target was checked under
+    accept_rate: float | None = None  # --accept-rate: certain rare-draw findings up to this rate are accepted
+    accepted_residues: list[Finding] = field(default_factory=list)  # those findings (not in findings)
 
     @property
     def passed(self) -> bool:
@@ -228,6 +231,16 @@ class CheckResult:
                 out[rule] = out.get(rule, 0.0) + nats
         return out
 
+    def _fail_qualifier(self) -> str:
+        """`` (certain)``, or `` (certain, rare: ...)`` when every finding is a rare draw of known rate (its
+        largest rate bound first: what a team weighs against ``--accept-rate``), else empty."""
+        findings = self.findings
+        rates = [f.rate for f in findings]
+        if findings and all(r is not None for r in rates):
+            return (f" (certain, rare: at most {max(rates):.2g} per round on the real generator; "
+                    "--accept-rate accepts rates up to a stated bound)")
+        return " (certain)" if any(f.certain for f in findings) else ""
+
     def diagnosis(self) -> Finding | None:
         """The finding that explains the most: a certain one, else the strongest finding of the flagged
         bug class whose exact law predicts the observed excess-set means best (least misfit summed over
@@ -287,6 +300,7 @@ class CheckResult:
             "verifier_rows_at_first_flag": self.verifier_rows_at_first_flag,
             "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
             "injection_summary": self.injection_summary,  # also says when the injection or reproducibility did not run
+            "accept_rate": self.accept_rate, "accepted_residues": [f.as_json() for f in self.accepted_residues],
             "scenarios": [s.as_json() for s in self.scenarios],
         }
 
@@ -297,12 +311,15 @@ class CheckResult:
         head = {
             Verdict.PASS: f"PASS: no drift beyond the dtype's tolerance detected; a deviation of TV "
                           f"{self.max_detectable_tv:g} on a tested event is caught with probability 0.99",
-            Verdict.FAIL: "FAIL: the verifier's law differs from the exact reference",
+            Verdict.FAIL: f"FAIL{self._fail_qualifier()}: the verifier's law differs from the exact reference",
             Verdict.UNDERPOWERED: f"UNDERPOWERED: nothing detected, but this run could miss a deviation of TV up "
                                   f"to {self.detectable_tv:.4g} (stated bound {self.max_detectable_tv:g})",
             Verdict.INCONCLUSIVE: f"INCONCLUSIVE: nothing concluded: {self.inconclusive}; rerun (the rows of a "
                                   "failed shard cannot be dropped without biasing the rest)",
         }[self.verdict]
+        if self.accepted_residues and self.verdict is Verdict.PASS:
+            head = (f"PASS (accepting rare draws up to {self.accept_rate:.3g} per round: "
+                    f"{len(self.accepted_residues)} residues)") + head.removeprefix("PASS")
         lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
         diagnosis = self.diagnosis_line()
         if diagnosis:
@@ -342,6 +359,12 @@ class CheckResult:
                          "the rows drawn by then could see")
         if self.injection_summary:
             lines.append(self.injection_summary)
+        if self.accepted_residues:
+            top = max(f.rate for f in self.accepted_residues if f.rate is not None)
+            lines.append(f"Accepted residues (--accept-rate {self.accept_rate:.3g}): {len(self.accepted_residues)} "
+                         f"certain findings whose real-generator rate is at most {top:.3g} per round; not part of "
+                         "the verdict:")
+            lines.extend(f"  accepted: {f.event}" for f in self.accepted_residues[:SHOWN_FINDINGS])
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
         return "\n".join(lines)

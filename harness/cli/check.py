@@ -81,6 +81,7 @@ SCHEMA = CHECK.schema
 
 FLAGS = {"samples": "--samples", "device": "--device", "dtype": "--dtype", "seed": "--seed", "alpha": "--alpha",
          "timeout": "--timeout", "time_budget": "--time-budget", "max_detectable_tv": "--max-detectable-tv",
+         "accept_rate": "--accept-rate",
          "temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p", "min_p": "--min-p",
          **{option: flag for c in CONTRACTS.values() for option, flag in c.options.items()}}
 """Each check option and the flag that sets it (errors name the flag)."""
@@ -127,6 +128,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--fail-fast", action="store_true",
                         help="stop at the first finding (the run draws the same rows as without it until then)")
     parser.add_argument("--no-inject", action="store_true", help="skip the RNG edge injection")
+    parser.add_argument("--accept-rate", type=float, metavar="RATE",
+                        help="accept certain rare-draw findings whose real-generator rate is at most RATE per "
+                             "round (a rigorous bound; listed as accepted residues, not part of the verdict)")
     options.add_seed(parser)
     parser.add_argument("--alpha", type=float, default=1e-6, help="family-wise false-alarm probability")
     parser.add_argument("--max-detectable-tv", type=float, default=DEFAULT_MAX_DETECTABLE_TV,
@@ -175,7 +179,8 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
 
     chosen = dict(dtype=args.dtype, device=args.device, seed=args.seed, alpha=args.alpha, samples=args.samples,
                   time_budget=args.time_budget, max_detectable_tv=args.max_detectable_tv, timeout=args.timeout,
-                  fail_fast=args.fail_fast, inject=not args.no_inject, progress=not args.quiet, hard_timeout=True,
+                  fail_fast=args.fail_fast, inject=not args.no_inject, accept_rate=args.accept_rate, progress=not args.quiet,
+                  hard_timeout=True,
                   level="thorough" if args.thorough else "default", rule=args.rule, siblings=args.siblings,
                   models=args.models, new_tokens=args.new_tokens)
     try:

@@ -58,6 +58,41 @@ def test_u_zero_member_is_invisible_to_sampling_and_certain_under_injection():
             assert "2^-24" in result.injection_summary or "1/16777216" in result.injection_summary
 
 
+def test_accept_rate_accepts_only_rare_draws_of_known_rate():
+    """A ``u <= p/q`` verifier fails only through a zero uniform (rate bound ~1e-7 per round): the FAIL says
+    it is certain and rare with its bound; ``accept_rate`` above the bound turns it into a PASS listing the
+    accepted residue, below it keeps the FAIL; a finding of unknown rate (unaided) is never accepted."""
+    record = get("le-ratio-invcdf")
+    failed = check(record.fn, samples=2_000, max_detectable_tv=0.06)
+    assert failed.verdict is Verdict.FAIL and all(f.rate is not None for f in failed.findings)
+    bound = max(f.rate for f in failed.findings)
+    assert 0 < bound < 1e-6
+    assert "FAIL (certain, rare: at most" in failed.summary()
+    kept = check(record.fn, samples=2_000, max_detectable_tv=0.06, accept_rate=bound / 2)
+    assert kept.verdict is Verdict.FAIL and all(f.rate <= bound / 2 for f in kept.accepted_residues)
+    accepted = check(record.fn, samples=20_000, max_detectable_tv=0.06, accept_rate=1e-6)
+    assert accepted.verdict is Verdict.PASS and accepted.accepted_residues and not accepted.findings
+    assert all(f.rate <= 1e-6 for f in accepted.accepted_residues)
+    assert accepted.summary().startswith("PASS (accepting rare draws up to 1e-06 per round")
+    assert "Accepted residues" in accepted.summary()
+    assert accepted.as_json()["accept_rate"] == 1e-6 and accepted.as_json()["accepted_residues"]
+    unaided = check(get("target-rows-shifted").fn, samples=2_000, max_detectable_tv=0.06, accept_rate=0.5)
+    assert unaided.verdict is Verdict.FAIL
+    assert any(f.family == "rng-injection" and f.rate is None for f in unaided.findings)
+    assert not unaided.accepted_residues or all(f.rate is not None for f in unaided.accepted_residues)
+
+
+@pytest.mark.parametrize("value", [0, 1, -1e-3, float("nan"), "1e-9", True])
+def test_accept_rate_must_be_a_rate(value):
+    with pytest.raises(SpecproofInputError, match="accept_rate"):
+        check(get("canonical-log-race").fn, samples=200, accept_rate=value)
+
+
+def test_accept_rate_needs_the_injection():
+    with pytest.raises(SpecproofInputError, match="accept_rate.*injection"):
+        check(get("canonical-log-race").fn, samples=200, accept_rate=1e-9, inject=False)
+
+
 def test_zoo_flagged_in_float64_too():
     for record in ZOO:
         if record.name in GRID_ONLY:

@@ -229,6 +229,34 @@ def test_rate_estimate_agrees_with_the_exact_grid_law():
     assert finding.estimated_rate == Fraction(finding.flagged_rows, rows) * p / (f + (1 - f) * p)
 
 
+def test_rate_bound_is_a_rigorous_upper_bound_on_the_exact_rate():
+    """``u <= p/q`` on disjoint supports fails on the real generator with exact probability ``2^-24`` per
+    round (measure_grid); the finding's bound is the expected number of zero-valued uniforms per round (a
+    union bound) so it is at least that and exactly draws/rows * 2^-24; an unaided finding has no bound."""
+    scenario = next(s for s in zero_target_scenarios() if s.name == "disjoint supports")
+    exact = measure_grid(impls.get("le-ratio-uniforms"), scenario.realise("float32"))
+    rows = 512
+    finding, = inject_check(impls.get("le-ratio-invcdf").fn, rows=rows, scenarios=[scenario]).findings
+    draws, = finding.draws
+    assert draws >= rows  # at least one coin per round
+    assert finding.rate_bound == Fraction(draws, rows) * TWO**-24 >= exact.impossible_mass
+    assert finding.rate_bound >= finding.estimated_rate
+    assert "real-generator rate at most" in finding.describe()
+    assert finding.as_json()["rate_bound"] and finding.as_json()["draws"] == [draws]
+
+
+def test_each_device_injects_its_own_generators_edges():
+    """CPU exponential draws have a zero edge; CUDA's (curand, clamped) never return 0, so that pass does
+    not exist there; a device without an edge model is refused, naming the argument."""
+    from specproof.harness.check.injection import _edge
+
+    assert _edge(torch.device("cpu"), "exponential", "float32", "zero").value == 0
+    assert _edge(torch.device("cuda"), "exponential", "float32", "zero") is None
+    assert _edge(torch.device("cuda"), "uniform", "float32", "zero") is not None
+    with pytest.raises(SpecproofInputError, match="device"):
+        inject_check(impls.get("le-ratio-invcdf").fn, device="meta", rows=ROWS)
+
+
 def test_bfloat16_probability_is_the_wrapped_mass():
     result = inject_check(impls.get("le-ratio-invcdf").fn, dtype="bfloat16", rows=ROWS)
     assert result.flagged
