@@ -75,8 +75,11 @@ Definition block_node_continued (k : nat) (pre : seq 'I_n) (w h : R) (s : seq 'I
                      block_node_law k pre w h (take j s) y * target_law p (pre ++ rcons (take j s) y) rest
                    else 0) (iota 0 (size s)).
 
-(* one block round, then the target until the horizon |s| *)
-Definition block_continued_law (k : nat) (s : seq 'I_n) : R := block_node_continued k [::] 1 1 s.
+(* one block round, then the target until the horizon |s|: the sum over the emitted prefix s_<=j *)
+Definition block_continued_law (k : nat) (s : seq 'I_n) : R :=
+  sumseq (fun j => if drop j s is y :: rest then
+                     block_round_law k (take j s) y * target_law p (rcons (take j s) y) rest
+                   else 0) (iota 0 (size s)).
 
 (* -- the proof ------------------------------------------------------------------------------------ *)
 
@@ -327,7 +330,8 @@ Theorem block_exact k s : (k < size s)%N -> block_continued_law k s = target_law
 Proof.
 move=> hs; have h1 : node_stop k [::] 1 = 1.
   by case: k hs => [|k] _ //=; rewrite /block_stop addrK; case: eqP => // /eqP Z0; rewrite divff.
-by rewrite /block_continued_law -{2}h1 block_node_exact ?mul1r // ler01 lexx.
+rewrite (_ : block_continued_law k s = block_node_continued k [::] 1 1 s) //.
+by rewrite -{2}h1 block_node_exact ?mul1r // ler01 lexx.
 Qed.
 
 (* The same at the horizon K+1 of specproof.proofs.laws.block.block_continued_law. *)

@@ -64,6 +64,25 @@ def test_rrs_without_replacement_cites_the_kernel_and_states_no_assumption(coq_d
     assert "Specproof.Recursive.rrs_without_replacement_exact" in result.method
 
 
+def test_block_cites_the_kernel_and_states_no_assumption(coq_development):
+    kernel_status.cache_clear()
+    result = prove_rule("block")
+    assert result.verdict.name == "PROVED"
+    assert not result.assumptions
+    assert "kernel-checked (Coq 8.16" in result.method and "Specproof.Block.block_exact" in result.method
+    assert "assuming" not in result.n
+
+
+def test_without_coq_block_keeps_its_assumption_and_says_so(monkeypatch):
+    absent = KernelStatus(False, "coqc is not installed", "", frozenset())
+    monkeypatch.setattr(kernel_checked, "kernel_status", lambda: absent)
+    result = prove_rule("block")
+    assert result.verdict.name == "PROVED"
+    assert len(result.assumptions) == 1 and "not kernel-checked (coqc is not installed)" in result.assumptions[0].source
+    assert "kernel-checked (Coq" not in result.method
+    assert "assuming the induction structure" in result.n
+
+
 def test_without_coq_t5_keeps_its_assumption_and_says_so(monkeypatch):
     absent = KernelStatus(False, "coqc is not installed", "", frozenset())
     monkeypatch.setattr(kernel_checked, "kernel_status", lambda: absent)
