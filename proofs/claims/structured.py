@@ -249,7 +249,8 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
 
     obligations.append(_exact_obligation("RRS exact grid", "output == p exactly", grid))
     return _result(name, "exact", obligations, "induction on levels from T3; z3 direct; exact grid",
-                   "all n, k" + ("" if replacement else " (assuming the level step)")
+                   "all n, k" + (" (assuming the level step)" if any(o.basis == Basis.ASSUMPTION for o in obligations)
+                                 else "")
                    + " (direct n=2, k=2; grid n<=3, k<=3)", start,
                    settings, every_n=True)
 
