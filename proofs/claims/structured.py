@@ -184,7 +184,7 @@ def prove_block(settings: Settings) -> ProofResult:
                                          "(block); first two tokens ~ p x p", check_vector))
     return _result("block", "exact", obligations, "induction (z3 steps, sums abstracted) + exhaustive exact",
                    "all V, K" + (" (assuming the induction structure)" if induction.basis == Basis.ASSUMPTION
-                                 else "") + "; exhaustive V<=3, K<=3", start, settings,
+                                 else "") + " (exhaustive V<=3, K<=3)", start, settings,
                    every_n=True)
 
 
