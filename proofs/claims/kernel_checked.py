@@ -39,6 +39,7 @@ KERNEL_THEOREMS: dict[str, str] = {
     "T5 induction on K (round decomposition)": "Specproof.Round.T5_round_exact",
     "T6 rank facts": "Specproof.Step.greedy_emits_argmax",
     "RRS level step (without replacement)": "Specproof.Recursive.rrs_without_replacement_exact",
+    "B induction structure": "Specproof.Block.block_exact",
 }
 """Claim or assumption name -> fully qualified Coq theorem."""
 

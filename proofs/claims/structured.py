@@ -129,14 +129,15 @@ def prove_block(settings: Settings) -> ProofResult:
     obligations += sum_step("B3 sum step", "summing B2 (max(0, w p - q) = -1 min(q, w p) + w p) over y: "
                             "Z + sum_y min(q_y, w p_y) = w sum p = w; and 0 <= max(0, w p_y - q_y) <= Z",
                             "B2", monotone=True, rlimit=rl)
-    obligations.append(assumption(
+    induction = assumption(
         "B induction structure", "backward: with the hypothesis P(tau >= i+1 | x_1..x_i, y) = w_{i+1}(y), "
         "P(no stop after i | x_1..x_i) = sum_y q_y (1 - w_{i+1}(y)) = 1 - w + Z (by B1 and B3 sum step); "
         "forward: splitting on tau, O_m = W_m + R_{m-1} + p_m (O_{m-1} - W_{m-1}), which with B4 gives "
         "O_m = p_m O_{m-1} and O_{K+1}(s) = prod_m p_m(s_m). These decompositions of block_round_law are "
         "not checked for every K (only by the bounded exhaustive check below)",
         "Sun et al. 2024, Block Verification Accelerates Speculative Decoding, proof of the block "
-        "verification theorem (backward and forward inductions)"))
+        "verification theorem (backward and forward inductions)")
+    obligations.append(induction)
     obligations.append(check_z3(
         "B3 backward step", "with G = Z + 1 - w: P(tau >= i) = 1 - (1 - h_i) G = w_i and P(tau = i) = h_i G = Z_i; "
         "base P(tau >= K) = h_K = w_K", ar, [w >= 0, w <= 1, z >= 0, sum_min + z == w],
@@ -182,7 +183,8 @@ def prove_block(settings: Settings) -> ProofResult:
     obligations.append(_exact_obligation("B check vector", "V=2, K=2: E[accepted] 10/9 (token) and 11/9 "
                                          "(block); first two tokens ~ p x p", check_vector))
     return _result("block", "exact", obligations, "induction (z3 steps, sums abstracted) + exhaustive exact",
-                   "all V, K (assuming the induction structure); exhaustive V<=3, K<=3", start, settings,
+                   "all V, K" + (" (assuming the induction structure)" if induction.basis == Basis.ASSUMPTION
+                                 else "") + " (exhaustive V<=3, K<=3)", start, settings,
                    every_n=True)
 
 
@@ -247,7 +249,8 @@ def prove_recursive_rejection(settings: Settings, *, replacement: bool) -> Proof
 
     obligations.append(_exact_obligation("RRS exact grid", "output == p exactly", grid))
     return _result(name, "exact", obligations, "induction on levels from T3; z3 direct; exact grid",
-                   "all n, k" + ("" if replacement else " (assuming the level step)")
+                   "all n, k" + (" (assuming the level step)" if any(o.basis == Basis.ASSUMPTION for o in obligations)
+                                 else "")
                    + " (direct n=2, k=2; grid n<=3, k<=3)", start,
                    settings, every_n=True)
 

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from specproof.proofs.arith.exact import ExactArith
+from specproof.proofs.laws.block import Tables, block_continued_law, block_round_law
 from specproof.proofs.laws.multidraft import recursive_rejection_law
 from specproof.proofs.laws.sequences import ToyPair, continued_law, round_law
 from specproof.proofs.laws.step_rules import CANONICAL, GREEDY, step_law
 
 HEADER = """From mathcomp Require Import all_ssreflect all_algebra.
-From Specproof Require Import Step Round Recursive.
+From Specproof Require Import Step Round Recursive Block.
 Open Scope ring_scope.
 Definition fr (a b : nat) : rat := a%:R / b%:R.
 Definition vec (V : nat) (xs : seq rat) : 'I_V -> rat := fun i => nth 0 xs i.
@@ -109,13 +110,28 @@ def _instances() -> Instances:
                  [law.get(s, Fraction(0)) for s in emitted])
         inst.add("continued", f"[seq continued_law {p} {q} {k} [::] s | s <- {seqs(full)}]",
                  [cont.get(s, Fraction(0)) for s in full])
+    for (vocab, k), seed in itertools.product(((2, 1), (2, 2), (2, 3), (3, 1), (3, 2)), range(20)):
+        pair = ToyPair.random(vocab, k, 100 + seed, resolution=4, zeros=seed % 2 == 0, context_free=seed % 5 == 4)
+        tables = Tables.from_pair(pair)
+        p, q = _cond(vocab, pair.target), _cond(vocab, pair.draft)
+        law, _ = block_round_law(ar, tables)
+        cont = block_continued_law(ar, tables)
+        emitted = [s for length in range(1, k + 2) for s in itertools.product(range(vocab), repeat=length)]
+        full = list(itertools.product(range(vocab), repeat=k + 1))
+        tok = lambda s: f"tok {vocab - 1} [:: {_nats(s)}]"
+        pairs_ = "[:: " + "; ".join(f"({tok(s[:-1])}, nth ord0 (ords {vocab}) {s[-1]})" for s in emitted) + "]"
+        inst.add("block", f"[seq block_round_law {p} {q} {k} ey.1 ey.2 | ey <- {pairs_}]",
+                 [law.get(s, Fraction(0)) for s in emitted])
+        inst.add("block-continued", f"[seq block_continued_law {p} {q} {k} s | s <- [:: {'; '.join(tok(s) for s in full)}]]",
+                 [cont.get(s, Fraction(0)) for s in full])
     return inst
 
 
 def test_at_least_100_instances_of_each_family_mix():
     inst = _instances()
     assert len(inst.queries) >= 100
-    assert {"step", "greedy", "rrs", "round", "continued"} <= set(inst.kinds)
+    assert {"step", "greedy", "rrs", "round", "continued", "block", "block-continued"} <= set(inst.kinds)
+    assert inst.kinds.count("block") >= 100
 
 
 def test_coq_definitions_equal_the_python_laws(coq_development, tmp_path: Path):

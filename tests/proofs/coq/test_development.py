@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from specproof.proofs import prove_rule
 from specproof.proofs.claims import kernel_checked
 from specproof.proofs.claims.kernel_checked import COQ_DIR, KERNEL_THEOREMS, KernelStatus, kernel_status
@@ -48,26 +50,27 @@ def test_every_cited_theorem_is_closed(coq_development):
     assert set(KERNEL_THEOREMS.values()) <= status.closed
 
 
-def test_t5_cites_the_kernel_and_states_no_assumption(coq_development):
+CITED = [("T5", lambda: prove_theorem("T5"), "Specproof.Round.T5_round_exact"),
+         ("rrs-without-replacement", lambda: prove_rule("rrs-without-replacement"),
+          "Specproof.Recursive.rrs_without_replacement_exact"),
+         ("block", lambda: prove_rule("block"), "Specproof.Block.block_exact")]
+
+
+@pytest.mark.parametrize("claim, prove, theorem", CITED, ids=[c[0] for c in CITED])
+def test_cites_the_kernel_and_states_no_assumption(coq_development, claim, prove, theorem):
     kernel_status.cache_clear()
-    result = prove_theorem("T5")
+    result = prove()
     assert result.verdict.name == "PROVED"
     assert not result.assumptions
-    assert "kernel-checked (Coq 8.16" in result.method and "Specproof.Round.T5_round_exact" in result.method
+    assert "kernel-checked (Coq 8.16" in result.method and theorem in result.method
+    assert "assuming" not in result.n
 
 
-def test_rrs_without_replacement_cites_the_kernel_and_states_no_assumption(coq_development):
-    kernel_status.cache_clear()
-    result = prove_rule("rrs-without-replacement")
-    assert result.verdict.name == "PROVED"
-    assert not result.assumptions
-    assert "Specproof.Recursive.rrs_without_replacement_exact" in result.method
-
-
-def test_without_coq_t5_keeps_its_assumption_and_says_so(monkeypatch):
+@pytest.mark.parametrize("claim, prove, theorem", [CITED[0], CITED[2]], ids=["T5", "block"])
+def test_without_coq_keeps_its_assumption_and_says_so(monkeypatch, claim, prove, theorem):
     absent = KernelStatus(False, "coqc is not installed", "", frozenset())
     monkeypatch.setattr(kernel_checked, "kernel_status", lambda: absent)
-    result = prove_theorem("T5")
+    result = prove()
     assert result.verdict.name == "PROVED"
     assert len(result.assumptions) == 1 and "not kernel-checked (coqc is not installed)" in result.assumptions[0].source
     assert "kernel-checked (Coq" not in result.method
