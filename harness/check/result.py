@@ -156,6 +156,7 @@ class CheckResult:
     time_budget: float | None = None
     inconclusive: str | None = None  # why a sharded check concluded nothing (a shard failed for good)
     contract: str = "batched"  # the check contract the target was checked under
+    coverage: Any = None  # .contracts.coverage.Coverage: the acceptance sites a probability-0 token met
 
     @property
     def passed(self) -> bool:
@@ -288,6 +289,7 @@ class CheckResult:
             "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
             "injection_summary": self.injection_summary,  # also says when the injection or reproducibility did not run
             "scenarios": [s.as_json() for s in self.scenarios],
+            "coverage": None if self.coverage is None else self.coverage.as_json(),
         }
 
     def summary(self) -> str:
@@ -303,7 +305,8 @@ class CheckResult:
             Verdict.INCONCLUSIVE: f"INCONCLUSIVE: nothing concluded: {self.inconclusive}; rerun (the rows of a "
                                   "failed shard cannot be dropped without biasing the rest)",
         }[self.verdict]
-        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
+        scope = "" if self.coverage is None else f"; {self.coverage.scope}"
+        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios{scope})"]
         diagnosis = self.diagnosis_line()
         if diagnosis:
             lines.append(diagnosis)
@@ -342,6 +345,8 @@ class CheckResult:
                          "the rows drawn by then could see")
         if self.injection_summary:
             lines.append(self.injection_summary)
+        if self.coverage is not None:
+            lines.extend(self.coverage.lines())
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
         return "\n".join(lines)
