@@ -79,6 +79,9 @@ class Coverage:
         head = (f"Acceptance-site coverage ({self.scope}): {len(self.sites)} sites meet a token of target "
                 f"probability 0 with positive draft probability; a zero-coin acceptance is missed w.p. <= "
                 f"{self.worst_miss:.2g} per run")
+        if self.sites and not any(s.injection_rows for s in self.sites):
+            head += (" (the RNG edge injection did not run: the zero coin was NOT tested; the probe rows meet it "
+                     "only at the real generator's rate)")
         out = [head] + [f"  {s.line()}" for s in self.sites]
         out += [f"  not tested: {what}" for what in self.not_tested]
         if self.model:

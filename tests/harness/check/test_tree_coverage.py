@@ -88,6 +88,12 @@ def test_the_coverage_is_in_the_output_and_the_json_and_names_the_modes_judged()
     assert record["worst_miss"] == max(s["miss"] for s in sites.values())
 
 
+def test_without_the_injection_the_zero_coin_is_said_to_be_untested():
+    ladders = _ladders("iid")[:1]
+    result = check(tree_rrs, "tree", samples=256, scenarios=ladders, inject=False, progress=False)
+    assert result.coverage.worst_miss == 1.0 and "the zero coin was NOT tested" in result.summary()
+
+
 def test_a_site_no_scenario_reaches_is_a_stated_scope_limit():
     deep = next(s for s in STATISTICAL if s.name == "tree-iid-deep")
     result = check(tree_rrs, "tree", samples=256, scenarios=[deep], progress=False)

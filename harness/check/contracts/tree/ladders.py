@@ -111,12 +111,13 @@ def _ladder_sites(scenario: Any) -> set[tuple[str, int, int]]:
 
 def tree_coverage(suite: Sequence[Any], fraction: Fraction, injected: dict[str, int], probe_rows: dict[str, int],
                   modes: Sequence[str]) -> Coverage:
-    """The coverage record of a tree check: the sites of its statistical scenarios (per mode), each
+    """The coverage record of a tree check: the sites of its statistical scenarios and ladders (per mode), each
     covered by the ladders of the run (``injected``: rows per injection pass per scenario name, absent
     when its passes did not run; ``probe_rows``: the statistics' rows per scenario name)."""
-    wanted = sorted({(s.scheme, d, j) for s in suite if not s.certainty_probe for d, j in tree_sites(s.tree)},
-                    key=lambda x: (SIBLING_MODES.index(x[0]), x[1], x[2]))
     ladders = [s for s in suite if s.certainty_probe and s.name.startswith(LADDER)]
+    wanted = {(s.scheme, d, j) for s in suite if not s.certainty_probe for d, j in tree_sites(s.tree)}
+    wanted = sorted(wanted.union(*(_ladder_sites(s) for s in ladders)),
+                    key=lambda x: (SIBLING_MODES.index(x[0]), x[1], x[2]))
     sites, missing = [], []
     for mode, depth, index in wanted:
         covering = [s for s in ladders if (mode, depth, index) in _ladder_sites(s)]
