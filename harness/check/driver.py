@@ -219,6 +219,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     """:func:`check` with options already built."""
     contract = options.contract
     contract.check_signature(target, "target")
+    options = options.for_target(target)
     impl = contract.implementation()
     device = resolve_device(options.device)
     suite = list(options.scenarios) if options.scenarios is not None else impl.default_suite(options)
@@ -318,6 +319,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
         verdict = Verdict.INCONCLUSIVE
     spent = caller.seconds + injection_caller.seconds
     rule = getattr(options.rule, "name", options.rule)
+    covered = getattr(impl, "coverage", None)  # acceptance sites (.contracts.coverage), where a contract names them
+    coverage = None if covered is None else covered(suite, options, injection, {s.name: s.rows for s in run.reports})
     return CheckResult(verdict=verdict, dtype=options.dtype, device=str(device), seed=options.seed,
                        alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=run.reports,
                        verifier_seconds=spent, harness_seconds=total - spent, max_detectable_tv=float(tv),
@@ -327,4 +330,5 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        injection=None if injection is None else injection.as_json(),
                        injection_summary="\n".join(filter(None, [injection_note, pair_note])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
-                       contract=contract.name, accept_rate=options.accept_rate, accepted_residues=accepted)
+                       contract=contract.name, accept_rate=options.accept_rate, accepted_residues=accepted,
+                       coverage=coverage)

@@ -102,6 +102,14 @@ class CheckOptions:
         out._validate()
         return out
 
+    def for_target(self, target: Any) -> "CheckOptions":
+        """A copy in which the contract options the target declares (``target.contract_defaults``, e.g. an
+        adapter's ``{"siblings": ("topk",)}``: the runtime's sibling modes) fill those left unset."""
+        declared = getattr(target, "contract_defaults", None) or {}
+        changes = {name: value for name, value in declared.items()
+                   if CONTRACT_OPTIONS.get(name) == self.contract.name and getattr(self, name) is None}
+        return self.with_(**changes) if changes else self
+
     def _validate(self) -> None:
         object.__setattr__(self, "dtype", dtype_name(self.dtype))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:

@@ -159,6 +159,7 @@ class CheckResult:
     contract: str = "batched"  # the check contract the target was checked under
     accept_rate: float | None = None  # --accept-rate: certain rare-draw findings up to this rate are accepted
     accepted_residues: list[Finding] = field(default_factory=list)  # those findings (not in findings)
+    coverage: Any = None  # .contracts.coverage.Coverage: the acceptance sites a probability-0 token met
 
     @property
     def passed(self) -> bool:
@@ -302,6 +303,7 @@ class CheckResult:
             "injection_summary": self.injection_summary,  # also says when the injection or reproducibility did not run
             "accept_rate": self.accept_rate, "accepted_residues": [f.as_json() for f in self.accepted_residues],
             "scenarios": [s.as_json() for s in self.scenarios],
+            "coverage": None if self.coverage is None else self.coverage.as_json(),
         }
 
     def summary(self) -> str:
@@ -320,7 +322,8 @@ class CheckResult:
         if self.accepted_residues and self.verdict is Verdict.PASS:
             head = (f"PASS (accepting rare draws up to {self.accept_rate:.3g} per round: "
                     f"{len(self.accepted_residues)} residues)") + head.removeprefix("PASS")
-        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
+        scope = "" if self.coverage is None else f"; {self.coverage.scope}"
+        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios{scope})"]
         diagnosis = self.diagnosis_line()
         if diagnosis:
             lines.append(diagnosis)
@@ -365,6 +368,8 @@ class CheckResult:
                          f"certain findings whose real-generator rate is at most {top:.3g} per round; not part of "
                          "the verdict:")
             lines.extend(f"  accepted: {f.event}" for f in self.accepted_residues[:SHOWN_FINDINGS])
+        if self.coverage is not None:
+            lines.extend(self.coverage.lines())
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
         return "\n".join(lines)

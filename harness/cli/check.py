@@ -144,7 +144,7 @@ def add_parser(subparsers: Any) -> None:
     tree = parser.add_argument_group("tree contract")
     tree.add_argument("--siblings", metavar="MODES",
                       help=f"sibling modes to judge, comma-separated from {', '.join(SIBLING_MODES)} "
-                           "(default all: i.i.d., without replacement, top-k)")
+                           "(default: the modes the --adapter declares, e.g. sglang-tree: topk; else all)")
     generate = parser.add_argument_group("generate contract")
     generate.add_argument("--models", choices=GENERATE_MODELS,
                           help="table models (default) or tiny transformers Llama models")

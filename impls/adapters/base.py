@@ -46,7 +46,8 @@ class Adapter:
     ``name``: the ``--adapter`` value; ``contract``: ``"batched"`` or ``"tree"``; ``runtime``: the
     runtime, the version range followed and which side its letters mean; ``randomness``: how the
     harness generator becomes the runtime's randomness; ``forms``: the signatures accepted;
-    ``build(fn, form)``: the contract function around a checked ``fn``.
+    ``build(fn, form)``: the contract function around a checked ``fn``; ``sibling_modes`` (tree): the
+    ways the runtime draws a node's siblings (``"topk"``, ``"distinct"``, ``"iid"``), judged by default.
     """
 
     name: str
@@ -55,6 +56,7 @@ class Adapter:
     randomness: str
     forms: tuple[SignatureForm, ...]
     build: Callable[[Callable, SignatureForm], Callable] = field(repr=False)
+    sibling_modes: tuple[str, ...] = ()
 
     def form_of(self, fn: Callable) -> SignatureForm:
         """The first form ``fn``'s signature matches; ``SpecproofInputError`` naming ``--adapter`` if none."""
@@ -88,6 +90,8 @@ class Adapter:
         wrapped = self.build(fn, form)
         wrapped.runtime_fn = fn
         wrapped.adapter = self.name
+        if self.sibling_modes:  # the check's default --siblings (CheckOptions.for_target)
+            wrapped.contract_defaults = {"siblings": self.sibling_modes}
         wrapped.__name__ = f"{self.name.replace('-', '_')}_adapted_{getattr(fn, '__name__', 'verifier')}"
         wrapped.__doc__ = f"{_describe(fn)} through the {self.name} adapter ({self.contract} contract)."
         return wrapped

@@ -19,8 +19,12 @@ tree-contract round (``parents [N]``, ``draft_probs [B,N,V]``, ``target_probs [B
 - ``target_probs`` as given (row ``s`` = law of slot ``s``'s children, the contract's row order);
 - ``draft_probs``: zeros ``[B, N+1, V]`` (target-only: the kernel writes the tried siblings' mass
   there). The contract's per-node draft laws are *not* passed: SGLang's target-only walk never reads
-  them, which is lossless only for deterministic (top-k, one-hot) siblings; a check with sampled
-  siblings reports the walk as lossy, as it is;
+  them.  It accepts child ``j`` iff the coin falls below the target mass of the children tried so far,
+  so the emitted token is a draw from the target whatever the drafts were, as long as no token repeats
+  among siblings: exact for top-k siblings (SGLang's EAGLE trees) and for siblings drawn without
+  replacement; lossy for i.i.d. sampled siblings only, where a repeated token's mass is counted twice;
+- sibling modes: SGLang builds top-k trees, so ``--siblings`` defaults to ``topk`` through this adapter
+  (``--siblings topk,distinct`` judges more);
 - thresholds ``1.0`` / ``1.0`` (SGLang's exact setting), ``deterministic=True``;
 - outputs ``predicts [B(N+1)]``, ``accept_index [B, D+1]`` (filled with ``-1``), ``accept_token_num [B]``
   int32; ``emitted[b, j] = predicts[accept_index[b, j]]`` for ``j <= accept_token_num[b]``, then ``-1``.
@@ -99,4 +103,5 @@ ADAPTER = Adapter(
             "retrive_next_token / retrive_next_sibling; target-only (reads target probabilities only)",
     randomness="uniform_samples [B, N+1] and uniform_samples_for_final_sampling [B] float32 drawn from the "
                "harness generator",
-    forms=(SignatureForm("sgl-kernel tree_speculative_sampling_target_only", SIGNATURE),), build=_build)
+    forms=(SignatureForm("sgl-kernel tree_speculative_sampling_target_only", SIGNATURE),), build=_build,
+    sibling_modes=("topk",))

@@ -34,7 +34,7 @@ import torch
 from specproof.impls.contract import SUPPORTED_DTYPES
 from specproof.impls.kernels.sampling import draw_inverse_cdf
 
-__all__ = ["tree_rrs", "tree_target_only", "tree_walk", "check_tree_inputs", "children_table"]
+__all__ = ["tree_rrs", "tree_target_only", "tree_walk", "target_only_walk", "check_tree_inputs", "children_table"]
 
 
 def check_tree_inputs(parents: object, draft_probs: object, target_probs: object, node_tokens: object,
@@ -156,6 +156,19 @@ def tree_rrs(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: tor
 def tree_target_only(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
                      node_tokens: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """SGLang-style target-only walk: one coin per node against cumulative target mass; ``[B, D+1]``."""
+    return target_only_walk(parents, draft_probs, target_probs, node_tokens, generator)
+
+
+def target_only_walk(parents: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+                     node_tokens: torch.Tensor, generator: torch.Generator, *, ties: bool = False,
+                     repeats: bool = False, threshold_acc: float = 1.0, remove_tried: bool = True,
+                     empty: str = "target") -> torch.Tensor:
+    """The target-only walk (module docstring); the options select a variant: ``ties`` accepts on
+    ``coin <= mass`` (a zero coin accepts a child of target probability 0), ``repeats`` adds a repeated
+    token's mass again (SGLang's kernel, written for distinct siblings), ``threshold_acc < 1`` accepts on
+    ``coin < mass / threshold_acc`` (SGLang's relaxed threshold), ``remove_tried=False`` draws the
+    correction from ``p`` with the rejected children left in, ``empty="last"`` keeps an all-zero
+    correction row (the inverse CDF then returns the last vocabulary index) instead of falling back to ``p``."""
     (batch, nodes, vocab), table, depth, u, emitted, cur, active = _start(
         parents, draft_probs, target_probs, node_tokens, generator, False)
     device = target_probs.device
@@ -170,15 +183,16 @@ def tree_target_only(parents: torch.Tensor, draft_probs: torch.Tensor, target_pr
         for slot in range(table.shape[1]):
             exists, c, y = _slot(table, cur, slot, node_tokens)
             tried = active & ~moved & exists
-            fresh = tried & ~seen.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+            fresh = tried & (repeats | ~seen.gather(-1, y.unsqueeze(-1)).squeeze(-1))
             mass = mass + torch.where(fresh, p.gather(-1, y.unsqueeze(-1)).squeeze(-1), 0)
-            accept = fresh & (coin < mass)
+            bound = mass / threshold_acc
+            accept = fresh & ((coin <= bound) if ties else (coin < bound))
             emitted[:, level] = torch.where(accept, y, emitted[:, level])
             nxt = torch.where(accept, c, nxt)
             moved = moved | accept
             seen = seen | (torch.nn.functional.one_hot(y, vocab).bool() & tried.unsqueeze(-1))
-        rest = torch.where(seen, 0, p)
-        weights = torch.where(rest.sum(dim=-1, keepdim=True) > 0, rest, p)
+        rest = torch.where(seen, 0, p) if remove_tried else p
+        weights = rest if empty == "last" else torch.where(rest.sum(dim=-1, keepdim=True) > 0, rest, p)
         final = draw_inverse_cdf(weights, u[:, nodes + 1])
         finishing = active & ~moved
         emitted[:, level] = torch.where(finishing, final, emitted[:, level])

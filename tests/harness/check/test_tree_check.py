@@ -156,7 +156,8 @@ def test_tree_mutants_are_flagged(mutant, schemes):
 def test_tree_references_show_no_finding(reference):
     result = check(reference, "tree", samples=2048, inject=False, progress=False)
     assert not result.findings and result.verdict is Verdict.UNDERPOWERED  # 2048 rows cannot state 0.02
-    assert all(r.rows == 2048 for r in result.scenarios)
+    assert all(r.rows == 2048 for r in result.scenarios if not r.certainty_probe)
+    assert sum(r.certainty_probe for r in result.scenarios) == 9  # the zero-site ladders: 3 modes x 3 depths
 
 
 @pytest.mark.slow

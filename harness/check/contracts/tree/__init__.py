@@ -4,8 +4,12 @@ The signature and output contract are :mod:`..tree_contract`'s; the scenarios
 (:func:`..tree_scenarios.default_tree_suite`: i.i.d., distinct and top-k siblings, depth 1 and 3) draw
 node tokens from the exact sibling laws; the families and band are :mod:`..tree_streams`'.  Impossible
 outcomes, certain: a token of target probability 0 at its emitted prefix, and tokens before the last
-that leave the row's tree.  ``siblings`` keeps the scenarios of those sibling modes.  The RNG edge
-injection runs on every scenario of the suite.
+that leave the row's tree.  ``siblings`` keeps the scenarios of those sibling modes (default: the
+modes the target declares, e.g. an adapter's, else all).  The suite starts with the zero-site ladders
+(:mod:`.ladders`, certainty probes: every sibling index at every depth of every mode meets a token of
+target probability 0 and positive draft probability in every row, under sub- and super-stochastic
+target rows); :func:`coverage` states per site how surely the RNG edge injection's zero coin met it.
+The RNG edge injection runs on every scenario of the suite.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.tree.signature import off_tree_rows, validate_tree_output
 from specproof.harness.check.contracts.tree.scenarios import TreeBatch, TreeRealisation, TreeScenario, default_tree_suite
 from specproof.harness.check.contracts.tree.families import OFF_TREE, tree_families, tree_tolerance
+from specproof.harness.check.contracts.tree.ladders import ladders_for, tree_coverage
+from specproof.harness.check.options import SIBLING_MODES
 
-__all__ = ["TreeScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
+__all__ = ["TreeScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]
 
 INJECTION_ROWS = 1024
 MAX_CALL_ROWS = 8192
@@ -30,28 +36,45 @@ _CACHE_SIZE = 64
 
 
 def default_suite(options: Any) -> list[TreeScenario]:
-    """The default tree suite, restricted to ``options.siblings`` when given."""
+    """The zero-site ladders of the default tree suite, then the suite; restricted to ``options.siblings``
+    when given."""
     suite = default_tree_suite()
+    suite = ladders_for(suite) + suite
     return suite if options.siblings is None else [s for s in suite if s.scheme in options.siblings]
+
+
+def coverage(suite: Sequence[TreeScenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
+    """The acceptance-site coverage of a tree check (:func:`.ladders.tree_coverage`); ``injection``: the
+    run's :class:`..injection.InjectionResult` (None: not run)."""
+    from fractions import Fraction
+
+    injected: dict[str, int] = {}
+    fraction = Fraction(1, 16)
+    if injection is not None:
+        skipped = {entry.split(":")[0] for entry in injection.not_run}
+        injected = {name: injection.rows for name in injection.scenarios if name not in skipped}
+        fraction = injection.fraction
+    modes = [m for m in SIBLING_MODES if any(s.scheme == m for s in suite)]
+    return tree_coverage(suite, fraction, injected, probe_rows, modes)
 
 
 class TreeScenarioPrepared:
     """One tree scenario prepared for a dtype and a device (:class:`.prepared.PreparedScenario`)."""
 
     impossible_labels = (ZERO_TOKEN, OFF_TREE)
-    certainty_probe = False
     has_target_zeros = True  # the injection runs on every tree scenario
     max_call_rows = MAX_CALL_ROWS
 
     def __init__(self, real: TreeRealisation):
         self.real, self.scenario = real, real.scenario
         self.name, self.vocab, self.k, self.device = real.scenario.name, real.vocab, real.depth, real.device
+        self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: plan_quota)
         self.tolerance = float(tree_tolerance(real.dtype, real.vocab, len(real.tree.parents)))
         self.notes: dict[str, str] = {}
 
     @cached_property
     def families(self) -> list[Any]:
-        return tree_families(self.real)
+        return [] if self.certainty_probe else tree_families(self.real)
 
     def sample(self, rows: int, generator: torch.Generator) -> TreeBatch:
         return self.real.sample(rows, generator)

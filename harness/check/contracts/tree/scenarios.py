@@ -41,6 +41,11 @@ class TreeScenario:
     tree: Tree
     scheme: str
     pair: ToyPair
+    certainty_probe: bool = False  # only impossible outcomes are tested here (no event families)
+    # (prefix, c): the verifier's target row after ``prefix`` is ``c`` times its law (c != 1: a row that
+    # sums below or above 1, as a runtime's truncated or unnormalised float rows do; the law is the row
+    # renormalised, the batched contract's convention)
+    target_scale: tuple[tuple[tuple[int, ...], Fraction], ...] = ()
 
     def __post_init__(self) -> None:
         if self.scheme not in SIBLING_MODES:
@@ -96,10 +101,23 @@ class TreeRealisation:
         v, d = self.vocab, self.depth
         self.offsets = [sum(v**l for l in range(length)) for length in range(d + 2)]
         self.prefixes = [s for length in range(d + 1) for s in itertools.product(range(v), repeat=length)]
-        self.target_rows = torch.stack([self.rounded.row("target", s) for s in self.prefixes])  # [P, V]
+        scale = dict(scenario.target_scale)
+        self.target_rows = torch.stack([self._scaled(s, scale.get(s, 1)) for s in self.prefixes])  # [P, V]
         self.target_zero = torch.stack([torch.tensor([x == 0 for x in self.pair.target[s]]) for s in self.prefixes])
         self._rows: dict[tuple, tuple[torch.Tensor, tuple[Fraction, ...]]] = {}
         self._build_draft_tables()
+
+    def _scaled(self, prefix: tuple[int, ...], c: Fraction | int) -> torch.Tensor:
+        """The rounded target row after ``prefix`` times ``c``; refused unless exact in the dtype (the
+        verifier must see a multiple of the very law the harness reasons about)."""
+        row = self.rounded.row("target", prefix)
+        if c == 1:
+            return row
+        scaled = round_to_dtype([Fraction(float(x)) * c for x in row.tolist()], self.dtype, "target_scale")
+        if any(Fraction(float(y)) != Fraction(float(x)) * c for x, y in zip(row.tolist(), scaled.tolist())):
+            raise SpecproofInputError("target_scale", f"{c} times the row after {prefix} is not exact in {self.dtype}",
+                                      "use dyadic rows and a dyadic scale")
+        return scaled
 
     # -- exact rows ----------------------------------------------------------------------------
     def _sibling(self, prefix: tuple[int, ...], tried: tuple[int, ...], index: int) -> tuple[torch.Tensor, tuple]:
@@ -143,8 +161,12 @@ class TreeRealisation:
                     continue
                 for slot in range(self.slots):
                     index = slot if self.scenario.scheme == "topk" else len(tried)
-                    rounded, exact = self._sibling(s, tried, index)
                     at = self.state(self.code(s), mask, slot)
+                    try:
+                        rounded, exact = self._sibling(s, tried, index)
+                    except SpecproofInputError:  # no mass left: refused if a row ever reaches it (sample)
+                        self.draft_cdf[at] = float("nan")
+                        continue
                     self.draft_rows[at] = rounded
                     self.draft_cdf[at] = torch.tensor([float(x) for x in exact], dtype=torch.float64).cumsum(0)
 
@@ -169,6 +191,9 @@ class TreeRealisation:
             parent_code = codes[:, parent + 1]
             state = self.state(parent_code, tried if self.masks > 1 else 0, slot if self.slots > 1 else 0)
             cdf = self.draft_cdf[state]
+            if bool(torch.isnan(cdf[:, -1]).any()):
+                raise SpecproofInputError("scenario", f"node {i}'s draft row has no mass left after its earlier "
+                                          "distinct siblings", "give the draft full support or fewer siblings")
             u = torch.rand((n, 1), dtype=torch.float64, generator=generator)
             token = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1).clamp_(max=v - 1)
             tokens[:, i], states[:, i] = token, state
