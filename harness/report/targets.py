@@ -47,7 +47,7 @@ from specproof.harness.report.rows import Figure, Hashes, Row, rows_of
 from specproof.harness.report.schema import bytes_hash, definition_hash, expected_outcome
 
 __all__ = ["TargetPlan", "target_tasks", "run_target_task", "check_row", "drift_figure", "check_file_document",
-           "target_table", "target_banner_lines", "has_targets", "MODE_FIELDS", "target_input", "TARGET_KIND", "load_checked_target"]
+           "target_table", "target_banner_lines", "has_targets", "source_hash", "MODE_FIELDS", "target_input", "TARGET_KIND", "load_checked_target"]
 
 TARGET_KIND = "check"
 MODE_FIELDS = ("level", "samples_per_scenario", "seed", "max_detectable_tv", "alpha", "time_budget")
@@ -137,7 +137,7 @@ def _check_code_hash() -> str:
     return definition_hash("check", run_check)
 
 
-def _source_hash(fn: Any) -> str | None:
+def source_hash(fn: Any) -> str | None:
     """sha256 of the file defining ``fn`` (what a commit of the user's code changes; None: no file)."""
     try:
         path = inspect.getsourcefile(inspect.unwrap(fn))
@@ -190,7 +190,7 @@ def check_row(target: str, contract: str, device: str, result: Any, fn: Any = No
     if drift is not None:
         figures["drift"], detail["drift"] = drift
     return _row(target, result.dtype, contract, device, verdict, flagged, figures, detail,
-                None if fn is None else _source_hash(fn), seconds)
+                None if fn is None else source_hash(fn), seconds)
 
 
 def _row(target: str, dtype: str, contract: str, device: str, verdict: str, flagged: bool,
@@ -222,7 +222,7 @@ def run_target_task(spec: TaskSpec) -> TaskOutcome:
         detail = {"contract": contract, "device": device, "error": f"{type(err).__name__}: {err}"[:500],
                   "seed": options.get("seed", 0)}
         outcome.rows.append(_row(spec.name, spec.dtype, contract, device, "error", True, {}, detail,
-                                 None if fn is None else _source_hash(fn), time.perf_counter() - start))
+                                 None if fn is None else source_hash(fn), time.perf_counter() - start))
     outcome.seconds = time.perf_counter() - start
     return outcome
 

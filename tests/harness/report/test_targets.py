@@ -172,3 +172,41 @@ def test_report_refuses_bad_target_options_before_measuring(tmp_path, capsys, ar
     assert main(argv) == 2
     assert argument in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_campaign_checks_targets_relative_to_its_file_and_reruns_only_an_edited_one(tmp_path, capsys):
+    from specproof.harness.report.campaign import load_campaign, run_campaign
+
+    write_commit(tmp_path / "repo", bonus_bug=False)
+    write_commit(tmp_path / "repo", bonus_bug=False, name="stable.py")
+    path = tmp_path / "nightly.toml"
+    path.write_text('[campaign]\nname = "mine"\nout = "mine-report"\n[budget]\ntarget_samples = 64\n'
+                    '[[matrix]]\ntargets = ["repo/spec.py:verify", "repo/stable.py:verify"]\ndtypes = ["float32"]\n')
+    first = run_campaign(load_campaign(path), progress=False)
+    assert sorted(first["rows"]) == [f"check/{tmp_path}/repo/{name}:verify/float32/batched@cpu"
+                                     for name in ("spec.py", "stable.py")]
+    write_commit(tmp_path / "repo", bonus_bug=True)  # a commit touches spec.py only
+    second = run_campaign(load_campaign(path), progress=False)
+    status = {c["name"].rsplit("/", 1)[1]: c["status"] for c in second["campaign"]["cells"]}
+    assert status == {"spec.py:verify": "ran", "stable.py:verify": "cached"}
+    marks = _marks(compare_documents(first, second))
+    assert marks == {"spec.py:verify/float32/batched@cpu": "!", "stable.py:verify/float32/batched@cpu": " "}
+    markdown = render_markdown(report_blocks(second, []))
+    assert "## Your verifiers" in markdown and "## Campaign: mine" in markdown
+
+
+@pytest.mark.parametrize("matrix, problem", [
+    ('targets = ["repo/nothing.py:verify"]', "not an existing .py file"),
+    ('targets = ["repo/spec.py:verify"]\ncontract = "trees"', "contract"),
+    ('implementations = ["canonical-ratio-race"]\ncontract = "tree"', "applies to targets"),
+    ('targets = ["repo/spec.py:verify"]\npipelines = ["canonical"]', "exactly one of"),
+])
+def test_a_bad_target_matrix_is_a_usage_error_naming_the_key(tmp_path, matrix, problem):
+    from specproof.harness.report.campaign import load_campaign
+
+    write_commit(tmp_path / "repo", bonus_bug=False)
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nname = "x"\n[[matrix]]\n{matrix}\n')
+    with pytest.raises(SpecproofInputError, match=problem) as err:
+        load_campaign(path)
+    assert err.value.argument.startswith("c.toml: matrix[0]")
