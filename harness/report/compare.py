@@ -304,7 +304,13 @@ def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comp
     result = Comparison()
     b_rows, c_rows = baseline["rows"], current["rows"]
     same_budget = all(baseline["config"].get(name) == current["config"].get(name) for name in ("mode", "samples"))
-    for key in sorted(set(b_rows) | set(c_rows)):
+    keys = set(b_rows) | set(c_rows)
+    for document, other, side in ((baseline, c_rows, "current"), (current, b_rows, "baseline")):
+        if document.get("from_check_file") and len(other) > len(document["rows"]):  # a check file names its row
+            keys &= set(document["rows"])
+            result.notes.append(f"a check file against a report: only its row is compared (the {side} file's "
+                                f"{len(other) - len(keys & set(other))} other rows are not)")
+    for key in sorted(keys):
         b_row, c_row = b_rows.get(key), c_rows.get(key)
         result.rows.append(_compare_row(key, None if b_row is None else Row.from_json(b_row),
                                         None if c_row is None else Row.from_json(c_row), same_budget))
@@ -328,11 +334,13 @@ def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comp
         if b != c:
             result.notes.append(f"{name} differs: {b} (baseline) vs {c} (current)")
     b_mode, c_mode = baseline["config"].get("mode"), current["config"].get("mode")
+    if only_targets:  # the catalogue's modes and budgets do not apply; the checks' own are stated above
+        b_mode = c_mode
     if b_mode != c_mode:
         result.notes.append(f"mode differs: {b_mode} (baseline) vs {c_mode} (current); rows of one mode only are 'x', "
                             "and a row whose verdict did not change is never a regression")
     b_samples, c_samples = baseline["config"].get("samples"), current["config"].get("samples")
-    if b_samples != c_samples:
+    if b_samples != c_samples and not only_targets:
         result.notes.append(f"statistical budget differs: {b_samples} (baseline) vs {c_samples} (current) rows per "
                             "scenario; a statistical verdict can change with the power of the run")
     for name in ("torch", "specproof"):
