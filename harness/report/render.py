@@ -77,11 +77,13 @@ class Contents:
 
 @dataclass(frozen=True)
 class Banner:
-    """The answer, first: ``ok`` (all as expected), a headline and the lines under it."""
+    """The answer, first: ``ok`` (all as expected), a headline and the lines under it; ``caveat``: not all
+    ok, but nothing failed (amber, not red: e.g. your checks are UNDERPOWERED, none FAILs)."""
 
     ok: bool
     headline: str
     lines: list[str] = field(default_factory=list)
+    caveat: bool = False
 
 
 Block = Union[Heading, Paragraph, Bullets, Table, Figure, Banner, Contents]
@@ -102,8 +104,15 @@ def _provenance_lines(document: dict[str, Any]) -> list[str]:
     git = prov.get("git", {})
     versions = prov.get("versions", {})
     commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
-    targets = config.get("targets")
-    if targets and not config.get("catalogue", True):
+    if all(r["kind"] == TARGET_KIND for r in document["rows"].values()):  # your targets only
+        details = [r["detail"] for r in document["rows"].values()]
+        targets = config.get("targets") or {
+            "contract": ", ".join(sorted({d.get("contract", "?") for d in details})),
+            "dtypes": sorted({r["dtype"] for r in document["rows"].values()}),
+            "devices": sorted({d.get("device", "?") for d in details}),
+            "seed": ", ".join(sorted({str(d.get("seed")) for d in details})),
+            "samples": next((d.get("samples_per_scenario") for d in details), None),
+            "time_budget": next((d.get("time_budget") for d in details), None)}
         depth = (f"{targets['samples']:,} rows per scenario" if targets.get("samples") else
                  f"a time budget of {targets['time_budget']:g} s per check" if targets.get("time_budget") else
                  "the check's default depth")
@@ -178,12 +187,13 @@ def _target_banner(document: dict[str, Any], summary: dict[str, Any]) -> Banner:
     """The answer about the user's own targets first; the catalogue's, when it is there, after it."""
     answer = target_banner_lines(document)
     assert answer is not None
-    headline, lines, ok = answer
+    headline, lines, tone = answer
+    ok, failed = tone == "ok", tone == "not-ok"
     if any(r["kind"] != TARGET_KIND for r in document["rows"].values()):
         catalogue = _banner(document, summary)
         lines = lines + [f"built-in catalogue: {catalogue.headline.lower()}"]
-        ok = ok and catalogue.ok
-    return Banner(ok, headline, lines)
+        ok, failed = ok and catalogue.ok, failed or not catalogue.ok
+    return Banner(ok, headline, lines, caveat=not ok and not failed)
 
 
 def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]]) -> list[Block]:

@@ -343,9 +343,10 @@ def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], 
     return header, lines, colours
 
 
-def target_banner_lines(document: dict[str, Any]) -> tuple[str, list[str], bool] | None:
+def target_banner_lines(document: dict[str, Any]) -> tuple[str, list[str], str] | None:
     """The answer for the user's targets: a headline, one line per target with its verdict in each dtype
-    and device, and whether all PASS (None: the report has no check rows)."""
+    and device, and its tone: ``ok`` (all PASS), ``not-ok`` (some FAIL or error) or ``caveat`` (none
+    fails, some could not state their power); None: the report has no check rows."""
     rows = _ordered(document)
     if not rows:
         return None
@@ -372,7 +373,8 @@ def target_banner_lines(document: dict[str, Any]) -> tuple[str, list[str], bool]
         if r.verdict in ("fail", "error"):
             why = r.detail.get("error") or (r.detail.get("diagnosis") or "").removeprefix("Diagnosis: ")
             lines.append(f"{r.implementation} in {r.dtype}: {why[:220]}")
-    return headline, lines, not failing and counts.get("pass", 0) == len(rows)
+    tone = "not-ok" if failing else "ok" if counts.get("pass", 0) == len(rows) else "caveat"
+    return headline, lines, tone
 
 
 def has_targets(document: dict[str, Any]) -> bool:

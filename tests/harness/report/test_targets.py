@@ -210,3 +210,11 @@ def test_a_bad_target_matrix_is_a_usage_error_naming_the_key(tmp_path, matrix, p
     with pytest.raises(SpecproofInputError, match=problem) as err:
         load_campaign(path)
     assert err.value.argument.startswith("c.toml: matrix[0]")
+
+
+@pytest.mark.parametrize("verdict, tone", [("pass", "ok"), ("underpowered", "caveat"), ("fail", "not-ok")])
+def test_the_banner_is_green_amber_or_red_by_what_the_checks_found(verdict, tone):
+    document = check_file_document(_check_file(verdict), "file")
+    banner = report_blocks(document, [])[1]
+    assert (banner.ok, banner.caveat) == (tone == "ok", tone == "caveat")
+    assert f'class="banner {tone}"' in render_html(report_blocks(document, []))
