@@ -2,8 +2,12 @@
 
     specproof compare BASELINE CURRENT [--fail-on worse|new-failure] [--json PATH] [--all]
 
-BASELINE and CURRENT are ``results.json`` files of ``specproof report`` (or the folders holding them);
-older schemas are migrated, newer ones refused.  Each row gets a mark: ``!`` new failure, ``*`` fixed,
+BASELINE and CURRENT are ``results.json`` files of ``specproof report`` (or the folders holding them), or
+``specproof check --json`` files of the same target (a check file compares with a report's row of that
+target, contract, dtype and device; files with no row in common are a usage error); older schemas are
+migrated, newer ones refused.  Rows of your own targets are marked only for a changed verdict (a new
+FAIL is ``!``) or a drift interval that moved beyond both runs' intervals; checks run in different modes
+(seed, rows, level, stated power) are stated, and a PASS/UNDERPOWERED change between them is ``x``.  Each row gets a mark: ``!`` new failure, ``*`` fixed,
 ``+`` worse, ``-`` better, ``x`` not comparable (the implementation, rule, reference or input hash
 differs, or the row is in one file only), blank unchanged; thresholds are derived from the dtype (white-box
 bounds, grid tolerance) and from the statistical run's detectable TV, never from noise (see
@@ -26,8 +30,7 @@ from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import COMPARE
 from specproof.harness.files.provenance import provenance
 from specproof.harness.cli import options
-from specproof.harness.report.compare import FAIL_ON, MARKS, compare_documents
-from specproof.harness.report.schema import load_results
+from specproof.harness.report.compare import FAIL_ON, MARKS, compare_documents, load_for_compare
 
 __all__ = ["add_parser", "run", "SCHEMA"]
 
@@ -39,8 +42,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "compare", help="compare two report results row by row (! new failure, + worse, ...); for CI",
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("baseline", type=Path, metavar="BASELINE", help="baseline results.json (or its folder)")
-    parser.add_argument("current", type=Path, metavar="CURRENT", help="current results.json (or its folder)")
+    parser.add_argument("baseline", type=Path, metavar="BASELINE",
+                        help="baseline results.json (or its folder), or a specproof check --json file")
+    parser.add_argument("current", type=Path, metavar="CURRENT",
+                        help="current results.json (or its folder), or a check file of the same target")
     parser.add_argument("--fail-on", choices=sorted(FAIL_ON), default="worse",
                         help="what exits 1: 'worse' (! and +, default) or 'new-failure' (! only)")
     options.add_json(parser, help="write the comparison as JSON (atomically)")
@@ -59,8 +64,8 @@ def _head(document: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     options.check_options(args, inputs=tuple(p / "results.json" if p.is_dir() else p
                                              for p in (args.baseline, args.current)))
-    baseline = load_results(args.baseline, "BASELINE")
-    current = load_results(args.current, "CURRENT")
+    baseline = load_for_compare(args.baseline, "BASELINE")
+    current = load_for_compare(args.current, "CURRENT")
     comparison = compare_documents(baseline, current)
     print(f"baseline: {_head(baseline)}")
     print(f"current:  {_head(current)}")

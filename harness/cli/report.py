@@ -1,8 +1,17 @@
-"""``specproof report``: run the proofs, the drift matrix and the statistical checks; write the report.
+"""``specproof report``: a fidelity report of your verifiers, or of the built-in catalogue; write the report.
 
-    specproof report [--out DIR] [--device cpu|cuda] [--dtypes D ...] [--impl NAME ...] [--quick]
-                     [--jobs N] [--samples N] [--no-proofs] [--quiet]
+    specproof report [TARGET ...] [--contract C] [--dtypes D,D ...] [--devices DEV,DEV ...] [--catalogue]
+                     [--out DIR] [--device cpu|cuda] [--impl NAME ...] [--quick] [--jobs N] [--samples N]
+                     [--seed S] [--time-budget S] [--max-detectable-tv T] [--no-proofs] [--quiet]
                      [--engine local|ray] [--address ADDR] [--workers N]
+
+With TARGETs (package.module:function or path.py:function, as for specproof check): one check of each
+target per dtype and device, through the same driver and with the same defaults as ``specproof check
+TARGET --dtype D --device DEV`` (the check's inputs p and q are given to the target in that dtype on that
+device); the report gives per dtype and device the verdict, the measured drift with its interval when the
+check has one, the findings and the time.  The built-in catalogue (proofs, implementations, zoo,
+pipelines) is then left out unless --catalogue is given.  Default folder: specproof-report.  Without a
+TARGET, the catalogue as before.
 
 Writes ``DIR/results.json`` (schema 2, provenance, keyed rows), ``DIR/report.md`` and a self-contained
 ``DIR/report.html`` atomically (all three appear together or not at all), prints a short summary, and
@@ -24,6 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specproof.errors import SpecproofInputError
 from specproof.harness.cli import check_engine, options
 from specproof.harness.report.run import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
 from specproof.harness.report.publish import recover_previous
@@ -36,15 +46,32 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "report", help="run proofs, drift matrix and statistical checks; write results.json and a report",
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    options.add_out(parser, help="output folder (default reports/<device>)", default=None, folder=True)
-    options.add_device(parser, help="device under test (default cpu)", choices=options.DEVICES)
-    options.add_dtype(parser, help="dtypes to measure (default all four)", many=True)
+    parser.add_argument("targets", nargs="*", metavar="TARGET",
+                        help="your verifiers: package.module:function or path/to/file.py:function (imported and run "
+                             "with your rights, as by specproof check)")
+    parser.add_argument("--contract", choices=list(_contract_names()), default="batched",
+                        help="what each TARGET is (default batched; see specproof check --help)")
+    parser.add_argument("--devices", metavar="DEV,DEV", help="devices for the TARGETs' checks (default cpu)")
+    parser.add_argument("--catalogue", action="store_true",
+                        help="with TARGETs: add the built-in catalogue (proofs, implementations, zoo) as its own "
+                             "section")
+    options.add_out(parser, help="output folder (default reports/<device>; specproof-report with TARGETs)",
+                    default=None, folder=True)
+    options.add_device(parser, help="device of the catalogue (default cpu)", choices=options.DEVICES)
+    options.add_dtype(parser, help="dtypes to measure, space- or comma-separated (default: all four for the "
+                                   "catalogue, float32 for TARGETs)", many=True)
+    options.add_seed(parser)
+    parser.add_argument("--time-budget", type=float, metavar="SECONDS",
+                        help="seconds per check of a TARGET (default: the check's default depth)")
+    parser.add_argument("--max-detectable-tv", type=float, metavar="TV",
+                        help="the power a TARGET's PASS must have (default: the check's, 0.02)")
     parser.add_argument("--impl", nargs="+", metavar="NAME", help="only these implementations (default all)")
     parser.add_argument("--quick", action="store_true",
                         help="smaller budget (2-3 minutes on a 2-core CPU; 155 s measured): no worst-case TV search, V up to 16,384, "
                              "1,000 rows per scenario, no compiled or third-party records")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count, at most 4)")
-    parser.add_argument("--samples", type=int, default=None, help="statistical rows per scenario")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="statistical rows per scenario (TARGETs: as specproof check --samples)")
     parser.add_argument("--no-proofs", action="store_true", help="skip the proof catalogue (implementations only)")
     options.add_quiet(parser, help="no progress bar")
     check_engine.add_options(parser, what="tasks")
@@ -64,10 +91,35 @@ def prepare_out(args: argparse.Namespace, out: Path, command: str) -> None:
     check_dependencies()  # rendering's optional modules, before the run, not after it
 
 
+def _contract_names() -> tuple[str, ...]:
+    from specproof.harness.check.contracts import CONTRACTS
+
+    return tuple(CONTRACTS)
+
+
+def _listed(values: list[str] | str | None) -> tuple[str, ...]:
+    """``--dtypes float32,float16 bfloat16``: words, each possibly a comma list."""
+    if values is None:
+        return ()
+    words = [values] if isinstance(values, str) else values
+    return tuple(part.strip() for word in words for part in word.split(",") if part.strip())
+
+
+def _target_plan(args: argparse.Namespace, quick_samples: int) -> Any:
+    from specproof.harness.report.targets import TargetPlan
+
+    samples = args.samples if args.samples is not None else quick_samples if args.quick else None
+    if samples is not None and args.time_budget is not None:
+        raise SpecproofInputError("--time-budget", "given with --samples or --quick", "pass one of them")
+    return TargetPlan(tuple(args.targets), args.contract, _listed(args.dtypes) or ("float32",),
+                      _listed(args.devices) or ("cpu",), args.seed, samples, args.time_budget,
+                      args.max_detectable_tv).validated()
+
+
 def run(args: argparse.Namespace) -> int:
-    overrides: dict[str, Any] = {"device": args.device}
+    overrides: dict[str, Any] = {"device": args.device, "seed": args.seed}
     if args.dtypes:
-        overrides["dtypes"] = tuple(args.dtypes)
+        overrides["dtypes"] = _listed(args.dtypes)
     if args.impl:
         overrides["implementations"] = tuple(args.impl)
     if args.jobs is not None:
@@ -76,12 +128,28 @@ def run(args: argparse.Namespace) -> int:
         overrides["proofs"] = False
     if args.samples is not None:
         overrides["samples"] = args.samples
+    targets = None
+    if args.targets:
+        overrides["catalogue"] = bool(args.catalogue)
+        overrides.setdefault("dtypes", ("float32",))
+    elif args.catalogue or args.devices or args.time_budget is not None or args.max_detectable_tv is not None:
+        raise SpecproofInputError("--catalogue" if args.catalogue else "--devices" if args.devices else
+                                  "--time-budget" if args.time_budget is not None else "--max-detectable-tv",
+                                  "applies to TARGETs, and none is given",
+                                  "name your verifiers (specproof report mypkg.spec:verify ...) or drop the flag")
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
+    if args.targets:
+        targets = _target_plan(args, config.samples)
+        from specproof.harness.report.targets import load_checked_target
+
+        for spec in targets.targets:  # a wrong TARGET is refused before anything is measured
+            load_checked_target(spec, targets.contract)
     engine = check_engine.report_engine(args)  # --engine ray without Ray: exit 2 before any work
-    out = args.out if args.out is not None else Path("reports") / args.device
+    out = args.out if args.out is not None else Path("specproof-report") if args.targets else \
+        Path("reports") / args.device
     prepare_out(args, out, "report")
     with options.sigterm_as_interrupt():  # the workers are stopped and the previous report kept
-        document = run_report(config, progress=not args.quiet, argv=sys.argv[1:], engine=engine)
+        document = run_report(config, progress=not args.quiet, argv=sys.argv[1:], engine=engine, targets=targets)
         write_report(document, out)
     print(terminal_summary(document, str(out)))
     return 1 if document["summary"]["unexpected"] else 4 if document["summary"]["incomplete"] else 0

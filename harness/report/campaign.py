@@ -21,6 +21,11 @@ The file (read with :mod:`tomllib`; every key is checked, an unknown one is a us
     dtypes = ["float32", "bfloat16"]            # default ["float32"]
     devices = ["cpu", "cuda"]                   # default ["cpu"]
 
+    [[matrix]]                     # your own verifiers, checked as specproof check does
+    targets = ["mypkg.spec:verify", "kernels/verify.py:verify"]   # a path relative to the file
+    contract = "batched"                        # default batched
+    dtypes = ["float32", "float16", "bfloat16"]
+
     [[matrix]]
     pipelines = ["canonical", "top-k-mismatch"]
     sampling = [{temperature = 1.0}, {temperature = 0.7, top_k = 3}]   # default: the pipeline suite
@@ -28,7 +33,9 @@ The file (read with :mod:`tomllib`; every key is checked, an unknown one is a us
     [proofs]
     rules = ["canonical", "resample-from-target"]   # or "all"
 
-A **cell** is one implementation in one dtype on one device, one pipeline under one sampling setting on
+A **cell** is one implementation in one dtype on one device, one target checked in one dtype on one
+device (its source hash: the sha256 of the target's file; ``[budget] target_samples`` fixes its rows per
+scenario, else the check's default depth), one pipeline under one sampling setting on
 one device, or one proof; its tasks are those ``specproof report`` plans for it.  A cell's key is the
 sha256 of its definition, the budget, the seed, the specproof and torch versions, the device's model
 (as the driver sees it) and the **source hash** of what it measures (the implementation's
@@ -71,9 +78,9 @@ __all__ = ["Campaign", "Cell", "load_campaign", "run_campaign", "CELL_SCHEMA"]
 
 CELL_SCHEMA = 1
 _SECTIONS = {"campaign": {"name", "out", "seed", "jobs", "engine", "workers", "address"},
-             "budget": {"samples", "pipeline_rows", "whitebox_vocabs", "closeness", "sweep_vocab", "grid_scenarios",
+             "budget": {"samples", "target_samples", "pipeline_rows", "whitebox_vocabs", "closeness", "sweep_vocab", "grid_scenarios",
                         "large_vocab", "rlimit", "proof_drift"},
-             "matrix": {"implementations", "pipelines", "dtypes", "devices", "sampling"},
+             "matrix": {"implementations", "pipelines", "targets", "contract", "dtypes", "devices", "sampling"},
              "proofs": {"rules"}}
 _SAMPLING_KEYS = {"temperature", "top_k", "top_p", "min_p"}
 
@@ -210,7 +217,9 @@ def load_campaign(path: str | Path, engine: ReportEngine | None = None) -> Campa
     budget = _checked(path, "budget", data.get("budget", {}), _SECTIONS["budget"])
     overrides: dict[str, Any] = {"proofs": False}
     given = [(f"campaign.{k}", k, head[k]) for k in ("seed", "jobs") if k in head]
-    given += [(f"budget.{k}", _CONFIG_FIELD.get(k, k), v) for k, v in budget.items()]
+    given += [(f"budget.{k}", _CONFIG_FIELD.get(k, k), v) for k, v in budget.items() if k != "target_samples"]
+    target_samples = _typed(path, "budget.target_samples", budget["target_samples"]) \
+        if "target_samples" in budget else None
     for where, field_name, value in given:
         overrides[field_name] = _typed(path, where, value)
     try:
@@ -233,7 +242,7 @@ def load_campaign(path: str | Path, engine: ReportEngine | None = None) -> Campa
     records: dict[str, Any] = {}
     for i, matrix in enumerate(matrices):
         cells += _matrix_cells(path, f"matrix[{i}]", _checked(path, f"matrix[{i}]", matrix, _SECTIONS["matrix"]),
-                               config, records)
+                               config, records, target_samples)
     if "proofs" in data:
         cells += _proof_cells(path, _checked(path, "proofs", data["proofs"], _SECTIONS["proofs"]), config)
     unique = list({c.label: c for c in cells}.values())
@@ -248,7 +257,7 @@ def _budget(config: ReportConfig) -> str:
 
 
 def _matrix_cells(path: Path, where: str, matrix: dict[str, Any], config: ReportConfig,
-                  records: dict[str, Any]) -> list[Cell]:
+                  records: dict[str, Any], target_samples: int | None = None) -> list[Cell]:
     import specproof.impls as impls
 
     devices = _names(path, f"{where}.devices", matrix.get("devices", ["cpu"]))
@@ -259,10 +268,15 @@ def _matrix_cells(path: Path, where: str, matrix: dict[str, Any], config: Report
         dtypes = [dtype_name(d) for d in _names(path, f"{where}.dtypes", matrix.get("dtypes", ["float32"]))]
     except SpecproofInputError as err:
         raise _bad(path, f"{where}.dtypes", err.problem, f"use some of {', '.join(DTYPE_NAMES)}") from None
-    if ("implementations" in matrix) == ("pipelines" in matrix):
-        raise _bad(path, where, "needs exactly one of implementations and pipelines", "split it into two [[matrix]]")
+    if sum(k in matrix for k in ("implementations", "pipelines", "targets")) != 1:
+        raise _bad(path, where, "needs exactly one of implementations, pipelines and targets",
+                   "split it into several [[matrix]]")
+    if "contract" in matrix and "targets" not in matrix:
+        raise _bad(path, f"{where}.contract", "applies to targets", "move it to a [[matrix]] of targets")
     budget = _budget(config)
     cells = []
+    if "targets" in matrix:
+        return _target_cells(path, where, matrix, dtypes, devices, config, target_samples, budget)
     if "implementations" in matrix:
         if "sampling" in matrix:
             raise _bad(path, f"{where}.sampling", "applies to pipelines (implementations take p and q as given)",
@@ -288,6 +302,32 @@ def _matrix_cells(path: Path, where: str, matrix: dict[str, Any], config: Report
                                                  for j, s in enumerate(settings if isinstance(settings, list) else [settings])]
     for name in _names(path, f"{where}.pipelines", matrix["pipelines"]):
         cells += _pipeline_cells(path, where, name, samplings, devices, config, budget)
+    return cells
+
+
+def _target_cells(path: Path, where: str, matrix: dict[str, Any], dtypes: list[str], devices: list[str],
+                  config: ReportConfig, samples: int | None, budget: str) -> list[Cell]:
+    """One cell per target, dtype and device; each target imported now (a wrong one is a usage error naming
+    the file and key) for its source hash.  A ``path.py:fn`` target is relative to the campaign file."""
+    from specproof.harness.report.targets import TargetPlan, load_checked_target, source_hash, target_tasks
+
+    contract = matrix.get("contract", "batched")
+    if not isinstance(contract, str):
+        raise _bad(path, f"{where}.contract", f"{contract!r} is not a contract name", 'write e.g. "batched"')
+    cells = []
+    for name in _names(path, f"{where}.targets", matrix["targets"]):
+        where_file, sep, function = name.rpartition(":")
+        spec = f"{os.path.normpath(path.parent / where_file)}:{function}" if sep and where_file.endswith(".py") \
+            and not Path(where_file).is_absolute() else name
+        try:
+            plan = TargetPlan((spec,), contract, tuple(dtypes), tuple(devices), config.seed, samples).validated()
+            fn = load_checked_target(spec, contract)
+        except SpecproofInputError as err:
+            raise _bad(path, f"{where}.targets", f"{name}: {err.problem}", err.fix) from None
+        digest = source_hash(fn) or bytes_hash([spec])
+        for task in target_tasks(plan):
+            cells.append(Cell("target", spec, task.dtype, task.input.rsplit("@", 1)[1], None, digest, (task,), (),
+                              budget + json.dumps({"target_samples": samples})))
     return cells
 
 
@@ -404,7 +444,7 @@ def _available(device: str, engine: ReportEngine) -> str | None:
 
 
 def _on_device(row: dict[str, Any], device: str) -> dict[str, Any]:
-    if device == "cpu" or row["kind"] == "proof":
+    if device == "cpu" or row["kind"] in ("proof", "check"):  # a check row's input names its device
         return row
     row = dict(row, input=f"{row['input']} @{device}")
     return dict(row, key=row_key(row))

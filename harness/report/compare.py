@@ -32,6 +32,19 @@ different power and inputs: the comparison states the mismatch (:attr:`Compariso
 verdict is unchanged is never a regression there - a figure beyond its threshold is ``x`` with the reason,
 not ``+`` - and neither is a known-bad member whose detection is lost (or a new row of one not caught):
 ``x`` with the reason.  An implementation expected exact, or a proof, no longer as expected is still ``!``.
+
+Rows of your own targets (kind ``check``, :mod:`.targets`; also what :func:`load_for_compare` makes of a
+``specproof check --json`` file) are compared on two things only, since the code under test is what
+changes between two commits (a changed source hash is said, never "not comparable"):
+
+* the verdict: a new FAIL (or error) is ``!`` whatever the modes (a finding holds at any budget: its false
+  alarm probability is the check's alpha); a FAIL gone is ``*``, PASS to UNDERPOWERED ``+`` and back ``-``,
+  each only when the two checks ran in the same mode (:data:`~.targets.MODE_FIELDS`: level, rows per
+  scenario, seed, stated power, alpha, time budget); in different modes such a change is ``x``,
+  with the fields that differ named, since the power differs;
+* the drift, when both rows carry one: ``+`` (``-``) when the current interval lies wholly above (below)
+  the baseline's, i.e. the figure moved beyond the uncertainty both runs state; overlapping intervals are
+  unchanged however far the estimates moved.
 """
 
 from __future__ import annotations
@@ -40,13 +53,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from specproof.errors import SpecproofInputError
 from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import HASH_NAMES
+from specproof.harness.report.targets import MODE_FIELDS, TARGET_KIND
 from specproof.harness.files.json_numbers import number_word
 from specproof.harness.files.number_text import fmt
 
 __all__ = ["MARKS", "RowComparison", "Comparison", "compare_documents", "FAIL_ON", "without_timing",
-           "rows_differing_beyond_timing", "TIMING_FIELDS"]
+           "rows_differing_beyond_timing", "TIMING_FIELDS", "load_for_compare", "CHECK_VERDICT_RANK"]
 
 MARKS = {"!": "new failure", "*": "fixed", "+": "worse", "-": "better", "x": "not comparable", " ": "unchanged"}
 FAIL_ON = {"worse": ("!", "+"), "new-failure": ("!",)}
@@ -162,7 +177,62 @@ def _unmeasured_moves(baseline: Row, current: Row) -> list[str]:
     return moves
 
 
+CHECK_VERDICT_RANK = {"pass": 0, "underpowered": 1, "inconclusive": 1, "fail": 2, "error": 2}
+"""How far a check row's verdict is from PASS: a move between ranks is a change of the verdict's meaning."""
+
+
+def mode_differences(baseline: Row, current: Row) -> list[str]:
+    """The mode fields (:data:`~.targets.MODE_FIELDS`) in which two check rows differ, as ``name a -> b``."""
+    return [f"{name} {fmt(baseline.detail.get(name))} -> {fmt(current.detail.get(name))}"
+            if isinstance(baseline.detail.get(name), float) or isinstance(current.detail.get(name), float)
+            else f"{name} {baseline.detail.get(name)} -> {current.detail.get(name)}"
+            for name in MODE_FIELDS if baseline.detail.get(name) != current.detail.get(name)]
+
+
+def _drift_move(baseline: Row, current: Row) -> tuple[int, str]:
+    """+1 / -1 when the current drift interval lies wholly above / below the baseline's, else 0."""
+    b, c = baseline.detail.get("drift"), current.detail.get("drift")
+    if not (isinstance(b, dict) and isinstance(c, dict)):
+        return 0, ""
+    text = (f"drift {fmt(b['estimate'])} ({fmt(b['lower'])} .. {fmt(b['upper'])}) -> {fmt(c['estimate'])} "
+            f"({fmt(c['lower'])} .. {fmt(c['upper'])})")
+    if c["lower"] > b["upper"]:
+        return 1, text + ": intervals disjoint, higher"
+    if c["upper"] < b["lower"]:
+        return -1, text + ": intervals disjoint, lower"
+    return 0, ""
+
+
+def _compare_check_row(key: str, baseline: Row, current: Row) -> RowComparison:
+    """Two check rows of one target, dtype, contract and device (module docstring)."""
+    b_verdict, c_verdict = baseline.verdict, current.verdict
+    modes = mode_differences(baseline, current)
+    notes = []
+    if baseline.hashes.implementation and current.hashes.implementation and \
+            baseline.hashes.implementation != current.hashes.implementation:
+        notes.append("source changed")
+    if modes:
+        notes.append("modes differ: " + ", ".join(modes))
+    b_rank, c_rank = CHECK_VERDICT_RANK.get(b_verdict, 2), CHECK_VERDICT_RANK.get(c_verdict, 2)
+
+    def row(mark: str, *more: str) -> RowComparison:
+        return RowComparison(key, mark, "; ".join([*more, *notes]), b_verdict, c_verdict)
+
+    if c_rank == 2 and b_rank < 2:
+        return row("!")
+    if b_verdict != c_verdict:
+        if c_rank == b_rank or modes:
+            return row("x", f"verdict {b_verdict} -> {c_verdict}" + (" (the power differs)" if modes else ""))
+        return row("*" if b_rank == 2 else "+" if c_rank > b_rank else "-")
+    move, text = _drift_move(baseline, current)
+    if move:
+        return row("+" if move > 0 else "-", text)
+    return row(" ")
+
+
 def _compare_row(key: str, baseline: Row | None, current: Row | None, same_budget: bool = True) -> RowComparison:
+    if baseline is not None and current is not None and baseline.kind == current.kind == TARGET_KIND:
+        return _compare_check_row(key, baseline, current)
     budget_note = " (the files' modes or budgets differ: a known-bad member's detection depends on the power)"
     if baseline is None:
         assert current is not None
@@ -209,25 +279,68 @@ def _compare_row(key: str, baseline: Row | None, current: Row | None, same_budge
     return RowComparison(key, " ", note, b_verdict, c_verdict, tuple(changes))
 
 
+def load_for_compare(path: Any, argument: str) -> dict[str, Any]:
+    """A report's ``results.json`` (or its folder; older schemas migrated) or a ``specproof check --json``
+    file (as a one-row report, :func:`~.targets.check_file_document`), validated; usage errors name
+    ``argument``."""
+    from pathlib import Path
+
+    from specproof.harness.files.envelope import read_json_document
+    from specproof.harness.files.kinds import CHECK, REPORT
+    from specproof.harness.report.schema import migrate
+    from specproof.harness.report.targets import check_file_document
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    data = read_json_document(path, argument, f"{REPORT.fix}, or {CHECK.fix}")
+    if isinstance(data, dict) and data.get("kind") == CHECK.name:
+        return check_file_document(data, argument)
+    return migrate(data, argument)
+
+
 def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comparison:
     """Compare two migrated, validated documents (:func:`~.report_schema.load_results`)."""
     result = Comparison()
     b_rows, c_rows = baseline["rows"], current["rows"]
     same_budget = all(baseline["config"].get(name) == current["config"].get(name) for name in ("mode", "samples"))
-    for key in sorted(set(b_rows) | set(c_rows)):
+    keys = set(b_rows) | set(c_rows)
+    for document, other, side in ((baseline, c_rows, "current"), (current, b_rows, "baseline")):
+        if document.get("from_check_file") and len(other) > len(document["rows"]):  # a check file names its row
+            keys &= set(document["rows"])
+            result.notes.append(f"a check file against a report: only its row is compared (the {side} file's "
+                                f"{len(other) - len(keys & set(other))} other rows are not)")
+    for key in sorted(keys):
         b_row, c_row = b_rows.get(key), c_rows.get(key)
         result.rows.append(_compare_row(key, None if b_row is None else Row.from_json(b_row),
                                         None if c_row is None else Row.from_json(c_row), same_budget))
+    shared = set(b_rows) & set(c_rows)
+    only_targets = all(r["kind"] == TARGET_KIND for rows in (b_rows, c_rows) for r in rows.values())
+    if not shared and b_rows and c_rows and only_targets:  # two checks of different targets: a mistake
+        def named(rows: dict[str, Any]) -> str:
+            keys = sorted(rows)
+            return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+        raise SpecproofInputError("CURRENT", f"has no row in common with BASELINE (baseline: {named(b_rows)}; "
+                                  f"current: {named(c_rows)})",
+                                  "compare two reports, or two check files, of the same target, contract, dtype "
+                                  "and device")
+    modes = sorted({m for key in shared if b_rows[key]["kind"] == c_rows[key]["kind"] == TARGET_KIND
+                    for m in mode_differences(Row.from_json(b_rows[key]), Row.from_json(c_rows[key]))})
+    if modes:
+        result.notes.append("your targets' checks ran in different modes (" + ", ".join(modes) + "): a verdict "
+                            "change between PASS and UNDERPOWERED is 'x' there, a new FAIL is still '!'")
     for name in ("device", "device_name"):
         b, c = baseline["provenance"].get(name), current["provenance"].get(name)
         if b != c:
             result.notes.append(f"{name} differs: {b} (baseline) vs {c} (current)")
     b_mode, c_mode = baseline["config"].get("mode"), current["config"].get("mode")
+    if only_targets:  # the catalogue's modes and budgets do not apply; the checks' own are stated above
+        b_mode = c_mode
     if b_mode != c_mode:
         result.notes.append(f"mode differs: {b_mode} (baseline) vs {c_mode} (current); rows of one mode only are 'x', "
                             "and a row whose verdict did not change is never a regression")
     b_samples, c_samples = baseline["config"].get("samples"), current["config"].get("samples")
-    if b_samples != c_samples:
+    if b_samples != c_samples and not only_targets:
         result.notes.append(f"statistical budget differs: {b_samples} (baseline) vs {c_samples} (current) rows per "
                             "scenario; a statistical verdict can change with the power of the run")
     for name in ("torch", "specproof"):

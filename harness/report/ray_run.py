@@ -33,17 +33,17 @@ _WORKER: dict[Any, Any] = {}
 
 def run_report_task(config: Any, spec: TaskSpec, record: Any) -> TaskOutcome:
     """One task in a Ray worker: one torch thread, the report's inputs built once per worker and config;
-    ``record`` is ``None`` for a registry record (looked up by name) or a proof or pipeline."""
+    ``record`` is ``None`` for a registry record (looked up by name), a proof, a pipeline or a target."""
     import torch
 
-    from specproof.harness.report.run import run_one, task_context
+    from specproof.harness.report.run import RECORDLESS, run_one, task_context
 
     torch.set_num_threads(1)
     context = _WORKER.get(config)
     if context is None:
         _WORKER.clear()
         context = _WORKER[config] = task_context(config)
-    if record is None and spec.kind not in ("proof", "pipeline"):
+    if record is None and spec.kind not in RECORDLESS:
         import specproof.impls as impls
 
         record = impls.get(spec.name)
@@ -74,6 +74,8 @@ def execute_on_ray(config: Any, ordered: list[TaskSpec], records: dict[str, Any]
     ``records``: the report's records by name; those in ``registry`` are looked up by name on the
     workers, the others are shipped (they must pickle; a Ray the command starts gives its workers this
     process's ``sys.path``)."""
+    from specproof.harness.report.run import RECORDLESS  # run imports this module inside a function
+
     ray, started = start_ray(address, workers, python_path=True)
     try:
         options: dict[str, Any] = {"num_cpus": 1, "max_retries": max_retries, "retry_exceptions": False}
@@ -85,7 +87,7 @@ def execute_on_ray(config: Any, ordered: list[TaskSpec], records: dict[str, Any]
         outcomes: list[TaskOutcome] = []
         try:
             for spec in ordered:
-                shipped = None if spec.kind in ("proof", "pipeline") or spec.name in registry else records[spec.name]
+                shipped = None if spec.kind in RECORDLESS or spec.name in registry else records[spec.name]
                 pending[task.remote(config_ref, spec, shipped)] = spec
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)

@@ -27,6 +27,7 @@ from specproof.harness.report.analysis import (DTYPE_ORDER, WEAK_LABEL, Folded, 
                                                proof_table, row_colour, sampler_findings, summarise, unexpected_rows,
                                                zoo_table)
 from specproof.harness.report.pipelines import PIPELINE_TEXT, pipeline_summary_line, pipeline_table
+from specproof.harness.report.targets import TARGET_KIND, has_targets, target_banner_lines, target_table
 
 __all__ = ["Heading", "Paragraph", "Bullets", "Table", "Figure", "Banner", "Contents", "Block", "table",
            "report_blocks",
@@ -76,11 +77,13 @@ class Contents:
 
 @dataclass(frozen=True)
 class Banner:
-    """The answer, first: ``ok`` (all as expected), a headline and the lines under it."""
+    """The answer, first: ``ok`` (all as expected), a headline and the lines under it; ``caveat``: not all
+    ok, but nothing failed (amber, not red: e.g. your checks are UNDERPOWERED, none FAILs)."""
 
     ok: bool
     headline: str
     lines: list[str] = field(default_factory=list)
+    caveat: bool = False
 
 
 Block = Union[Heading, Paragraph, Bullets, Table, Figure, Banner, Contents]
@@ -101,6 +104,26 @@ def _provenance_lines(document: dict[str, Any]) -> list[str]:
     git = prov.get("git", {})
     versions = prov.get("versions", {})
     commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
+    if all(r["kind"] == TARGET_KIND for r in document["rows"].values()):  # your targets only
+        details = [r["detail"] for r in document["rows"].values()]
+        targets = config.get("targets") or {
+            "contract": ", ".join(sorted({d.get("contract", "?") for d in details})),
+            "dtypes": sorted({r["dtype"] for r in document["rows"].values()}),
+            "devices": sorted({d.get("device", "?") for d in details}),
+            "seed": ", ".join(sorted({str(d.get("seed")) for d in details})),
+            "samples": next((d.get("samples_per_scenario") for d in details), None),
+            "time_budget": next((d.get("time_budget") for d in details), None)}
+        depth = (f"{targets['samples']:,} rows per scenario" if targets.get("samples") else
+                 f"a time budget of {targets['time_budget']:g} s per check" if targets.get("time_budget") else
+                 "the check's default depth")
+        return [
+            f"commit {commit}, {prov.get('date', '?')}",
+            f"device {prov.get('device')} ({prov.get('device_name')}); CPU {prov.get('cpu')} x{prov.get('cpu_count')}",
+            "versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v),
+            f"{targets['contract']} contract; dtypes {', '.join(targets['dtypes'])}; devices "
+            f"{', '.join(targets['devices'])}; seed {targets['seed']}; {depth}",
+            f"wall time {document['timing'].get('wall', 0):.0f} s (schema {document['schema']})",
+        ]
     return [
         f"commit {commit}, {prov.get('date', '?')}; mode {config['mode']}",
         f"device {prov.get('device')} ({prov.get('device_name')}); CPU {prov.get('cpu')} x{prov.get('cpu_count')}",
@@ -150,11 +173,43 @@ def _banner(document: dict[str, Any], summary: dict[str, Any]) -> Banner:
     return Banner(not parts, headline, lines)
 
 
+_TARGET_TEXT = (
+    "Each of your targets checked in each dtype and device by the same driver as specproof check: the check's "
+    "inputs (draft_probs q and target_probs p) are given to the target in that dtype on that device, and its "
+    "output is compared with the exact law of those rounded inputs. PASS states its power (the detectable TV: the "
+    "smallest deviation on a tested event caught with probability 0.99); UNDERPOWERED found nothing but could not "
+    "state the power asked for (amber); FAIL names the diagnosis and the findings (red); error: the target raised, "
+    "hung or broke its output contract. The drift column appears when the checks measured one (an estimate and "
+    "its interval).")
+
+
+def _target_banner(document: dict[str, Any], summary: dict[str, Any]) -> Banner:
+    """The answer about the user's own targets first; the catalogue's, when it is there, after it."""
+    answer = target_banner_lines(document)
+    assert answer is not None
+    headline, lines, tone = answer
+    ok, failed = tone == "ok", tone == "not-ok"
+    if any(r["kind"] != TARGET_KIND for r in document["rows"].values()):
+        catalogue = _banner(document, summary)
+        lines = lines + [f"built-in catalogue: {catalogue.headline.lower()}"]
+        ok, failed = ok and catalogue.ok, failed or not catalogue.ok
+    return Banner(ok, headline, lines, caveat=not ok and not failed)
+
+
 def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]]) -> list[Block]:
     """The report as :data:`Block` s, the answer first (module docstring)."""
     summary = summarise(document)
-    blocks: list[Block] = [Heading(1, "specproof numerical-fidelity report"), _banner(document, summary),
-                           Contents(), Bullets(_provenance_lines(document)), Paragraph(_COLOUR_TEXT)]
+    targets = has_targets(document)
+    catalogue = any(r["kind"] != TARGET_KIND for r in document["rows"].values()) or not targets
+    blocks: list[Block] = [Heading(1, "specproof numerical-fidelity report"),
+                           _target_banner(document, summary) if targets else _banner(document, summary),
+                           Contents(), Bullets(_provenance_lines(document))]
+    if targets:
+        header, rows, colours = target_table(document)
+        blocks += [Heading(2, "Your verifiers"), Paragraph(_TARGET_TEXT), table(header, rows, colours, "verdict")]
+    if not catalogue:
+        return blocks + _campaign_blocks(document) + _skipped_blocks(document)
+    blocks.append(Paragraph(_COLOUR_TEXT))
     blocks.append(Heading(2, "Summary"))
     kinds = summary["by_kind"]
     blocks.append(Bullets([f"{kind}: {c['rows']} rows, {c['flagged']} flagged"
@@ -224,6 +279,11 @@ def report_blocks(document: dict[str, Any], figures: list[tuple[str, bytes, str]
     if figures:
         blocks.append(Heading(2, "Figures"))
         blocks.extend(Figure(title, png, caption) for title, png, caption in figures)
+    return blocks + _skipped_blocks(document)
+
+
+def _skipped_blocks(document: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = []
     if document["skipped"]:
         blocks.append(Heading(2, "Skipped"))
         grouped: dict[tuple[str, str], list[str]] = {}
@@ -387,6 +447,11 @@ def terminal_summary(document: dict[str, Any], out_dir: str | None = None) -> st
     lines = [f"specproof report ({document['config']['mode']}, {document['provenance']['device']}, "
              f"{', '.join(document['config']['dtypes'])}): {summary['rows']} rows in "
              f"{document['timing'].get('wall', 0):.0f} s"]
+    answer = target_banner_lines(document)
+    if answer is not None:
+        lines += [f"{answer[0]}:"] + [f"  {line}" for line in answer[1]]
+        if all(r["kind"] == TARGET_KIND for r in document["rows"].values()):
+            return "\n".join(lines + ([f"wrote {out_dir}/results.json, report.md, report.html"] if out_dir else []))
     for kind, counts in sorted(summary["by_kind"].items()):
         weak = counts.get("weak", 0)
         lines.append(f"  {kind:<12} {counts['rows']:4d} rows, {counts['flagged']:3d} flagged"

@@ -44,6 +44,7 @@ from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import validate
 from specproof.harness.report.plan import TaskOutcome, TaskSpec, grid_scenarios, run_task, whitebox_inputs
 from specproof.harness.report.pipelines import pipeline_tasks, run_pipeline_task
+from specproof.harness.report.targets import TARGET_KIND, TargetPlan, run_target_task, target_tasks
 
 __all__ = ["ReportConfig", "ReportEngine", "run_report", "write_report", "check_out_dir", "check_dependencies", "zoo_verdicts",
            "OUTPUT_FILES", "ProgressBar", "execute_tasks", "plan", "RENDER_DEPENDENCIES", "INSTALL_REPORT_EXTRA"]
@@ -77,6 +78,7 @@ class ReportConfig:
     pipelines: tuple[str, ...] | None = None  # None: every pipeline (--quick: canonical and two mutants)
     pipeline_rows: int | None = None  # rows per scenario; None: the engine's quota (harness.report.pipelines)
     pipeline_transformers_rows: int = 64
+    catalogue: bool = True  # the built-in catalogue (proofs, implementations, pipelines); off: only the targets
 
     @classmethod
     def for_mode(cls, mode: str, **overrides: Any) -> "ReportConfig":
@@ -296,17 +298,22 @@ def _worker_init(config: ReportConfig) -> None:
     _WORKER["context"] = task_context(config)
 
 
+RECORDLESS = ("proof", "pipeline", TARGET_KIND)  # task kinds that measure no registry record
+
+
 def run_one(spec: TaskSpec, record: Any, context: dict[str, Any]) -> TaskOutcome:
-    """One task (``record``: the implementation measured, ``None`` for a proof or a pipeline)."""
+    """One task (``record``: the implementation measured, ``None`` for a proof, a pipeline or a target)."""
     if spec.kind == "pipeline":
         return run_pipeline_task(spec, context)
+    if spec.kind == TARGET_KIND:
+        return run_target_task(spec)
     return run_task(spec, record, context)
 
 
 def _worker_run(spec: TaskSpec) -> TaskOutcome:
     import specproof.impls as impls
 
-    record = None if spec.kind in ("proof", "pipeline") else impls.get(spec.name)
+    record = None if spec.kind in RECORDLESS else impls.get(spec.name)
     return run_one(spec, record, _WORKER["context"])
 
 
@@ -383,7 +390,7 @@ def execute_tasks(config: ReportConfig, tasks: list[TaskSpec], records: list[Any
         context = task_context(config)
         outcomes = []
         for spec in ordered:
-            outcomes.append(run_one(spec, None if spec.kind in ("proof", "pipeline") else by_name[spec.name],
+            outcomes.append(run_one(spec, None if spec.kind in RECORDLESS else by_name[spec.name],
                                     context))
             progress.update(spec, outcomes[-1])
         return outcomes
@@ -406,17 +413,27 @@ class ReportEngine:
 
 
 def run_report(config: ReportConfig, *, records: list[Any] | None = None, progress: bool = True,
-               stream: Any = None, argv: list[str] | None = None, engine: ReportEngine = ReportEngine()) -> dict[str, Any]:
+               stream: Any = None, argv: list[str] | None = None, engine: ReportEngine = ReportEngine(),
+               targets: TargetPlan | None = None) -> dict[str, Any]:
     """Measure everything ``config`` asks for and return the ``results.json`` document (schema 2).
 
     ``records``: implementation records to measure instead of the registry's (tests pass degraded
-    ones; locally they run in this process).  ``engine``: where the tasks run (:class:`ReportEngine`)."""
+    ones; locally they run in this process).  ``engine``: where the tasks run (:class:`ReportEngine`).
+    ``targets``: the user's own verifiers, one check per target, dtype and device (:mod:`.targets`),
+    beside the catalogue when ``config.catalogue`` (else alone)."""
     config = config.validated()
     start = time.perf_counter()
-    chosen = _select(config, records)
-    tasks, skipped = plan(config, chosen)
-    more_tasks, more_skipped = pipeline_tasks(config)
-    tasks, skipped = tasks + more_tasks, skipped + more_skipped
+    chosen: list[Any] = []
+    tasks: list[TaskSpec] = []
+    skipped: list[dict[str, Any]] = []
+    if config.catalogue:
+        chosen = _select(config, records)
+        tasks, skipped = plan(config, chosen)
+        more_tasks, more_skipped = pipeline_tasks(config)
+        tasks, skipped = tasks + more_tasks, skipped + more_skipped
+    if targets is not None:
+        targets = targets.validated()
+        tasks = target_tasks(targets) + tasks
     bar = ProgressBar(sum(t.cost for t in tasks), len(tasks), progress, stream)
     try:
         outcomes = execute_tasks(config, tasks, chosen, bar, engine)
@@ -437,7 +454,7 @@ def run_report(config: ReportConfig, *, records: list[Any] | None = None, progre
     timing["wall"] = round(time.perf_counter() - start, 2)
     dtypes = list(config.dtypes)
     document = REPORT.envelope({
-        "config": config.as_json(),
+        "config": config.as_json() | ({"targets": targets.as_json()} if targets is not None else {}),
         "rows": dict(sorted(rows.items())),
         "zoo": zoo_verdicts(chosen, rows, skipped),
         "skipped": sorted(skipped, key=lambda s: (s["implementation"] or "", s["dtype"] or "", s["reason"])),

@@ -11,7 +11,9 @@ Schema 2 (current)::
      "timing":     {phase: seconds}, "summary": {...}}
 
 ``KEY`` is ``proof/RULE`` or ``KIND/IMPLEMENTATION/DTYPE/INPUT`` with ``KIND`` one of ``whitebox``,
-``grid``, ``statistical``, ``pipeline`` (a whole pipeline, :mod:`.pipelines`).  Every ``ROW`` has
+``grid``, ``statistical``, ``pipeline`` (a whole pipeline, :mod:`.pipelines`), ``check`` (your own
+target, ``check/TARGET/DTYPE/CONTRACT@DEVICE``, :mod:`.targets`; added within schema 2: a file without
+check rows reads as before).  Every ``ROW`` has
 ``kind``, ``implementation``, ``rule``, ``dtype``, ``input``,
 ``expected_exact``, ``passed`` (the check did not flag it), ``as_expected`` (``passed`` for an
 implementation expected exact and for a proof with its expected verdict; *flagged* for a zoo member),
@@ -62,7 +64,7 @@ __all__ = ["SCHEMA", "KIND", "HASH_DEPTH", "row_key", "definition_hash", "rule_h
 SCHEMA = REPORT.schema
 KIND = REPORT.name
 HASH_DEPTH = 4
-ROW_KINDS = ("proof", "whitebox", "grid", "statistical", "pipeline")
+ROW_KINDS = ("proof", "whitebox", "grid", "statistical", "pipeline", "check")
 HASH_NAMES = ("implementation", "rule", "reference", "input")
 
 
