@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 
 from specproof.errors import SpecproofInputError
+from specproof.harness.check.supervise import watch
 
 
 __all__ = ["ContractViolation", "VerifierError", "Caller", "call_verifier", "validate_output", "check_timeout",
@@ -198,7 +199,8 @@ class Caller:
         if by_budget:
             limit = max(BUDGET_GRACE, self.ends_at - t0 + grace)
         try:
-            out = subject.invoke(self.target, batch, gen, limit, self.hard)
+            with watch(limit, f"scenario '{subject.name}'"):  # a supervised child's parent stops a call that hangs
+                out = subject.invoke(self.target, batch, gen, limit, self.hard)
         except VerifierError as err:
             if by_budget and err.problem.startswith("did not return"):
                 raise VerifierError("verify", f"did not return before the time budget ({self.budget:g} s) ran out, "

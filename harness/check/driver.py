@@ -73,7 +73,8 @@ IRREPRODUCIBLE = ("draws randomness that the generator argument does not control
                   "fix: pass generator=generator to every random call")
 
 
-def check(target: Callable[..., Any], contract: str = "batched", **options: Any) -> CheckResult:
+def check(target: Callable[..., Any], contract: str = "batched", *, in_process: bool = True,
+          **options: Any) -> CheckResult:
     """Check ``target`` against the exact reference under ``contract`` (``"batched"``, ``"tree"`` or
     ``"generate"``; module docstring).  ``options`` are :class:`.options.CheckOptions`' fields: ``dtype``,
     ``device``, ``seed``, ``samples`` | ``budget`` | ``time_budget`` | ``level``, ``max_detectable_tv``,
@@ -83,8 +84,19 @@ def check(target: Callable[..., Any], contract: str = "batched", **options: Any)
     ``target`` is executed in this process with the caller's rights.  ``timeout``: seconds per call
     (enforced on the main thread on POSIX only; see :mod:`.calls`); ``hard_timeout``: end the process
     (exit 2) when the target ignores it.  ``engine``: an entered :class:`.ray_engine.RayEngine` draws the
-    rows on Ray (a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
-    return run_check(target, CheckOptions.build(contract, **options))
+    rows on Ray (a shard that fails for good makes the verdict INCONCLUSIVE, never PASS).
+    ``in_process=False``: the check runs in a supervised child (:mod:`.supervise`; the pytest fixtures'
+    default), where the target's ``os._exit``, death, hang, lingering thread or ``chdir`` is a
+    :class:`.supervise.SupervisedError` naming it, and ``timeout`` is enforced on any thread."""
+    built = CheckOptions.build(contract, **options)
+    if in_process:
+        return run_check(target, built)
+    from specproof.harness.check.supervise import supervised
+
+    if built.engine is not None:
+        raise SpecproofInputError("in_process", "False with an engine entered in this process (a Ray connection "
+                                  "does not cross into a child)", "pass in_process=True with engine=")
+    return supervised(lambda: run_check(target, built), getattr(target, "__qualname__", None) or "target")
 
 
 def stream_numbers(suite: Sequence[Any]) -> list[int]:
