@@ -172,6 +172,7 @@ class Caller:
     rows alone (a rate per row free of most per-call cost)."""
 
     AT_SCALE = 256
+    CALL_SHARE = 0.25  # a call is sized to take at most this share of the time limit, at its scenario's measured rate
 
     def __init__(self, target: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool,
                  ends_at: float | None = None, budget: float | None = None):
@@ -180,12 +181,22 @@ class Caller:
         self.seconds = 0.0
         self.rows = 0
         self.scale_seconds, self.scale_rows = 0.0, 0
+        self.by_scenario: dict[str, list[float]] = {}  # scenario -> [seconds, rows] of its calls
 
     def seconds_per_row(self) -> float:
         """Seconds per row on the calls of at least ``AT_SCALE`` rows, else on every call (0 before any)."""
         if self.scale_rows:
             return self.scale_seconds / self.scale_rows
         return self.seconds / max(self.rows, 1)
+
+    def rows_per_call(self, scenario: str, cap: int) -> int:
+        """Rows for the next call on ``scenario``: ``cap``, fewer when its calls so far (else all calls)
+        say that ``cap`` rows would take more than ``CALL_SHARE`` of the time limit, so that a correct but
+        slow target is measured in smaller calls rather than stopped (only a call slow per row times out)."""
+        seconds, rows = self.by_scenario.get(scenario, (self.seconds, self.rows))
+        if self.timeout is None or not rows or seconds <= 0:
+            return cap
+        return max(1, min(cap, int(self.CALL_SHARE * self.timeout * rows / seconds)))
 
     def __call__(self, subject: Any, batch: Any, seed: int) -> Any:
         from specproof.harness.check.seeding import generator
@@ -212,6 +223,9 @@ class Caller:
         took = time.perf_counter() - t0
         self.seconds += took
         self.rows += rows
+        spent = self.by_scenario.setdefault(subject.name, [0.0, 0])
+        spent[0] += took
+        spent[1] += rows
         if rows >= self.AT_SCALE:
             self.scale_seconds += took
             self.scale_rows += rows

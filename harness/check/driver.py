@@ -175,7 +175,7 @@ class Stream:
         first: dict[str, int] = {}
         done = 0
         while done < rows:
-            n = min(self.chunk, rows - done)
+            n = min(self.caller.rows_per_call(self.name, self.chunk), rows - done)  # sized from its rate
             batch = self.prepared.sample(n, self.input_gen)
             emitted = self.caller(self.prepared, batch, call_seed(self.seed, self.index, self.rows))
             for label, positions in self.prepared.impossible(batch, emitted).items():
@@ -198,9 +198,13 @@ class Stream:
 
 def _reproducibility(stream: Stream, caller: Caller, rows: int) -> list[Finding]:
     """One batch of ``stream``'s scenario, twice, with generators of the same seed."""
-    batch = stream.prepared.sample(rows, generator(stream.seed))
-    seed = pair_seed(stream.seed)
-    first, second = (np.asarray(caller(stream.prepared, batch, seed)) for _ in range(2))
+    # in calls sized from the target's rate (each part seeded by its first row, alike in both runs)
+    per_call = caller.rows_per_call(stream.name, rows)
+    parts = [(start, stream.prepared.sample(min(per_call, rows - start), generator(pair_seed(stream.seed, start))))
+             for start in range(0, rows, per_call)] if per_call < rows else [(0, stream.prepared.sample(
+                 rows, generator(stream.seed)))]
+    first, second = (np.concatenate([np.asarray(caller(stream.prepared, batch, pair_seed(stream.seed, start)))
+                                     for start, batch in parts]) for _ in range(2))
     differ = int((first != second).any(axis=1).sum())
     if not differ:
         return []
@@ -259,7 +263,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
         """Rows per injection pass (and at most per reproducibility run): the contract's, fewer for a slow
         target (timed on the calls so far) so that the interlude takes about ``share`` seconds."""
         per_row = caller.seconds_per_row()
-        return int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
+        rows = int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
+        return caller.rows_per_call("", rows)  # and one call of them within a share of --timeout
 
     def interlude_cost() -> int:
         """The interlude's target rows: the streams draw as many first (module docstring: Order)."""
