@@ -11,7 +11,9 @@ verify(parents, draft_probs, target_probs, node_tokens, generator) or a whole pi
 generate(target, draft, prompt_ids, max_new_tokens, sampling, generator).  A flag of one contract
 given to another (--rule, --siblings, --models, --temperature, --top-k, --top-p, --min-p,
 --new-tokens) is a usage error.
-TARGET is imported and executed in this process with your user's rights: check only code you trust.
+TARGET is imported and executed with your user's rights: check only code you trust.  It runs in a
+supervised child process (--in-process: in this one), so its os._exit, death by a signal, a hang past
+--timeout, a lingering non-daemon thread or an os.chdir is exit 2 naming what it did.
 A path.py target's folder is put on sys.path, so it can import modules beside it.
 
 What runs, for every contract (the statistics first, up to as many rows as the reproducibility pair
