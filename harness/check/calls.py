@@ -33,6 +33,7 @@ REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on w
 
 GRACE_SECONDS = 5.0
 BUDGET_GRACE = 1.0  # a call may run past the end of a time budget by this, or a tenth of the budget, before it hangs
+HANG_FACTOR = 4.0  # ... or by this many times its expected seconds (the target's measured rate)
 
 
 class ContractViolation(SpecproofInputError):
@@ -182,6 +183,7 @@ class Caller:
         self.rows = 0
         self.scale_seconds, self.scale_rows = 0.0, 0
         self.by_scenario: dict[str, list[float]] = {}  # scenario -> [seconds, rows] of its calls
+        self.calls, self.longest = 0, 0.0  # calls made; the longest one's seconds
 
     def seconds_per_row(self) -> float:
         """Seconds per row on the calls of at least ``AT_SCALE`` rows, else on every call (0 before any)."""
@@ -198,6 +200,16 @@ class Caller:
             return cap
         return max(1, min(cap, int(self.CALL_SHARE * self.timeout * rows / seconds)))
 
+    def expected_seconds(self, scenario: str, rows: int) -> float:
+        """A call's seconds at its scenario's measured rate (else every call's so far; 0 before any)."""
+        seconds, done = self.by_scenario.get(scenario, (self.seconds, self.rows))
+        return rows * seconds / done if done else 0.0
+
+    def next_call_ends_late(self, scenario: str, rows: int) -> bool:
+        """Under a time budget: a call of ``rows`` rows on ``scenario``, at its measured rate, would end
+        past the budget's end (a stream then returns the rows it has, so the last batch fits the budget)."""
+        return self.ends_at is not None and time.perf_counter() + self.expected_seconds(scenario, rows) > self.ends_at
+
     def __call__(self, subject: Any, batch: Any, seed: int) -> Any:
         from specproof.harness.check.seeding import generator
 
@@ -205,10 +217,11 @@ class Caller:
         rows = subject.batch_rows(batch)
         t0 = time.perf_counter()
         limit = self.timeout
-        grace = None if self.budget is None else max(BUDGET_GRACE, 0.1 * self.budget)
+        grace = None if self.budget is None else max(BUDGET_GRACE, 0.1 * self.budget,
+                                                      HANG_FACTOR * self.expected_seconds(subject.name, rows))
         by_budget = self.ends_at is not None and (limit is None or self.ends_at - t0 + grace < limit)
-        if by_budget:
-            limit = max(BUDGET_GRACE, self.ends_at - t0 + grace)
+        if by_budget:  # a call that hangs past the budget's end; one as slow as the calls before it runs
+            limit = max(grace, self.ends_at - t0 + grace)
         try:
             with watch(limit, f"scenario '{subject.name}'"):  # a supervised child's parent stops a call that hangs
                 out = subject.invoke(self.target, batch, gen, limit, self.hard)
@@ -223,6 +236,8 @@ class Caller:
         took = time.perf_counter() - t0
         self.seconds += took
         self.rows += rows
+        self.calls += 1
+        self.longest = max(self.longest, took)
         spent = self.by_scenario.setdefault(subject.name, [0.0, 0])
         spent[0] += took
         spent[1] += rows

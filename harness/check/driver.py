@@ -176,6 +176,8 @@ class Stream:
         done = 0
         while done < rows:
             n = min(self.caller.rows_per_call(self.name, self.chunk), rows - done)  # sized from its rate
+            if done and self.caller.next_call_ends_late(self.name, n):
+                break  # the time budget includes the last batch: the rows drawn so far are the batch
             batch = self.prepared.sample(n, self.input_gen)
             emitted = self.caller(self.prepared, batch, call_seed(self.seed, self.index, self.rows))
             for label, positions in self.prepared.impossible(batch, emitted).items():
@@ -217,6 +219,20 @@ def _injection_findings(injection: InjectionResult) -> list[Finding]:
     """Each injection finding as a certain :class:`Finding` (its text names the edge and its rate)."""
     return [Finding(f.scenario, "rng-injection", f.describe(), 0.0, float(f.injected_rate), 0.0, math.inf, 0.0,
                     injection.rows) for f in injection.findings]
+
+
+def _budget_overrun(time_budget: float | None, total: float, *callers: Any) -> str | None:
+    """Why a check ended more than a tenth past its ``time_budget`` (None when it did not): it stops only
+    between calls, and needs at least one per scenario (the screening pass) and per interlude run."""
+    *callers, scenarios = callers
+    if time_budget is None or total <= 1.1 * time_budget:
+        return None
+    calls = sum(c.calls for c in callers)
+    longest = max(c.longest for c in callers)
+    return (f"Time budget: the check took {total:.3g} s, {100 * (total / time_budget - 1):.0f}% past --time-budget "
+            f"{time_budget:g} s: it stops only between calls of the target, needs at least one per scenario "
+            f"({scenarios}) and per interlude run, and made {calls} calls of up to {longest:.3g} s; a larger budget "
+            "or a faster call fits")
 
 
 def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
@@ -318,6 +334,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE
     spent = caller.seconds + injection_caller.seconds
+    late = _budget_overrun(time_budget, total, caller, injection_caller, len(streams))
     rule = getattr(options.rule, "name", options.rule)
     return CheckResult(verdict=verdict, dtype=options.dtype, device=str(device), seed=options.seed,
                        alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=run.reports,
@@ -326,6 +343,6 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        level=options.level if per_scenario is None else "samples", stop_reason=run.stop_reason,
                        rows_at_first_flag=first, verifier_rows_at_first_flag=called,
                        injection=None if injection is None else injection.as_json(),
-                       injection_summary="\n".join(filter(None, [injection_note, pair_note])) or None,
+                       injection_summary="\n".join(filter(None, [injection_note, pair_note, late])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
                        contract=contract.name)

@@ -15,7 +15,9 @@ error (:class:`SupervisedError`) that names it:
   process never exit);
 * a changed working directory (``os.chdir``) at the end of the import or the check.
 
-The child is its own process group, its stdout goes to stderr (what the user's code prints cannot pass
+A process that has loaded torch before the fork (the API, the pytest fixtures; not the CLI, which
+forks first) gives the child one torch thread: OpenMP's thread team does not survive a fork, and
+its next parallel region would wait forever.  The child is its own process group, its stdout goes to stderr (what the user's code prints cannot pass
 for the verdict), and Ctrl-C / SIGTERM in the parent interrupt the child (which stops its Ray) before
 the group is killed.  ``in_process`` (``--in-process``; the API's default) gives all of this up: a
 verifier's ``os._exit`` ends the caller's process with its code, a lingering thread keeps it alive, a
@@ -114,9 +116,11 @@ def _lingering() -> list[str]:
         [f"and {len(out) - 3} more kinds"] if len(out) > 3 else [])
 
 
-def _child(work: Callable[[], Any], fd: int, shared: mmap.mmap, what: str) -> None:
+def _child(work: Callable[[], Any], fd: int, shared: mmap.mmap, what: str, torch_loaded: bool) -> None:
     global _WATCH
     os.setpgid(0, 0)
+    if torch_loaded:  # OpenMP's thread team does not survive a fork: one more parallel region would wait forever
+        sys.modules["torch"].set_num_threads(1)
     with contextlib.suppress(Exception):  # the child ends with the parent (Linux)
         import ctypes
 
@@ -193,11 +197,12 @@ def supervised(work: Callable[[], Any], what: str) -> Any:
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    torch_loaded = "torch" in sys.modules  # the CLI forks before torch loads: the child keeps every thread
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_fd)
         try:
-            _child(work, write_fd, shared, what)
+            _child(work, write_fd, shared, what, torch_loaded)
         finally:
             os._exit(70)
     os.close(write_fd)

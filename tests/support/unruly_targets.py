@@ -52,3 +52,8 @@ def hangs_deaf(draft_probs, target_probs, draft_token_ids, generator):
 
 def sparse(draft_probs, target_probs, draft_token_ids, generator):
     return canonical_ratio_race(draft_probs, target_probs, draft_token_ids, generator).to_sparse()
+
+
+def one_second_a_call(draft_probs, target_probs, draft_token_ids, generator):
+    time.sleep(1.0)
+    return canonical_ratio_race(draft_probs, target_probs, draft_token_ids, generator)

@@ -43,3 +43,22 @@ def hangs_per_row(draft_probs, target_probs, draft_token_ids, generator):
 def test_a_call_slow_per_row_still_times_out():
     with pytest.raises(VerifierError, match="did not return within 1 s"):
         check(hangs_per_row, scenarios=[default_suite()[1]], samples=64, inject=False, timeout=1.0, progress=False)
+
+
+def half_a_second_a_call(draft_probs, target_probs, draft_token_ids, generator):
+    time.sleep(0.5)
+    return canonical_ratio_race(draft_probs, target_probs, draft_token_ids, generator)
+
+
+@pytest.mark.parametrize("scenarios, budget", [(2, 6.0), (14, 4.0)], ids=["fits", "screening-past-budget"])
+def test_the_time_budget_includes_the_last_batch_or_says_why_not(scenarios, budget):
+    """A correct target at 0.5 s a call gets a verdict (never a time-out); the check ends within a tenth
+    of the budget, or says why (14 scenarios need 14 calls, 7 s, before anything can stop)."""
+    t0 = time.perf_counter()
+    result = check(half_a_second_a_call, scenarios=default_suite()[:scenarios], time_budget=budget, progress=False)
+    took = time.perf_counter() - t0
+    assert result.verdict.value in ("pass", "underpowered")
+    said = "past --time-budget" in (result.injection_summary or "")
+    assert took <= 1.1 * budget or said
+    if scenarios == 14:
+        assert said and "needs at least one per scenario (14)" in result.injection_summary
