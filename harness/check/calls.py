@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 
 from specproof.errors import SpecproofInputError
+from specproof.harness.check.supervise import watch
 
 
 __all__ = ["ContractViolation", "VerifierError", "Caller", "call_verifier", "validate_output", "check_timeout",
@@ -32,6 +33,7 @@ REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on w
 
 GRACE_SECONDS = 5.0
 BUDGET_GRACE = 1.0  # a call may run past the end of a time budget by this, or a tenth of the budget, before it hangs
+HANG_FACTOR = 4.0  # ... or by this many times its expected seconds (the target's measured rate)
 
 
 class ContractViolation(SpecproofInputError):
@@ -171,6 +173,7 @@ class Caller:
     rows alone (a rate per row free of most per-call cost)."""
 
     AT_SCALE = 256
+    CALL_SHARE = 0.25  # a call is sized to take at most this share of the time limit, at its scenario's measured rate
 
     def __init__(self, target: Callable[..., Any], device: torch.device, timeout: float | None, hard: bool,
                  ends_at: float | None = None, budget: float | None = None):
@@ -179,12 +182,33 @@ class Caller:
         self.seconds = 0.0
         self.rows = 0
         self.scale_seconds, self.scale_rows = 0.0, 0
+        self.by_scenario: dict[str, list[float]] = {}  # scenario -> [seconds, rows] of its calls
+        self.calls, self.longest = 0, 0.0  # calls made; the longest one's seconds
 
     def seconds_per_row(self) -> float:
         """Seconds per row on the calls of at least ``AT_SCALE`` rows, else on every call (0 before any)."""
         if self.scale_rows:
             return self.scale_seconds / self.scale_rows
         return self.seconds / max(self.rows, 1)
+
+    def rows_per_call(self, scenario: str, cap: int) -> int:
+        """Rows for the next call on ``scenario``: ``cap``, fewer when its calls so far (else all calls)
+        say that ``cap`` rows would take more than ``CALL_SHARE`` of the time limit, so that a correct but
+        slow target is measured in smaller calls rather than stopped (only a call slow per row times out)."""
+        seconds, rows = self.by_scenario.get(scenario, (self.seconds, self.rows))
+        if self.timeout is None or not rows or seconds <= 0:
+            return cap
+        return max(1, min(cap, int(self.CALL_SHARE * self.timeout * rows / seconds)))
+
+    def expected_seconds(self, scenario: str, rows: int) -> float:
+        """A call's seconds at its scenario's measured rate (else every call's so far; 0 before any)."""
+        seconds, done = self.by_scenario.get(scenario, (self.seconds, self.rows))
+        return rows * seconds / done if done else 0.0
+
+    def next_call_ends_late(self, scenario: str, rows: int) -> bool:
+        """Under a time budget: a call of ``rows`` rows on ``scenario``, at its measured rate, would end
+        past the budget's end (a stream then returns the rows it has, so the last batch fits the budget)."""
+        return self.ends_at is not None and time.perf_counter() + self.expected_seconds(scenario, rows) > self.ends_at
 
     def __call__(self, subject: Any, batch: Any, seed: int) -> Any:
         from specproof.harness.check.seeding import generator
@@ -193,12 +217,14 @@ class Caller:
         rows = subject.batch_rows(batch)
         t0 = time.perf_counter()
         limit = self.timeout
-        grace = None if self.budget is None else max(BUDGET_GRACE, 0.1 * self.budget)
+        grace = None if self.budget is None else max(BUDGET_GRACE, 0.1 * self.budget,
+                                                      HANG_FACTOR * self.expected_seconds(subject.name, rows))
         by_budget = self.ends_at is not None and (limit is None or self.ends_at - t0 + grace < limit)
-        if by_budget:
-            limit = max(BUDGET_GRACE, self.ends_at - t0 + grace)
+        if by_budget:  # a call that hangs past the budget's end; one as slow as the calls before it runs
+            limit = max(grace, self.ends_at - t0 + grace)
         try:
-            out = subject.invoke(self.target, batch, gen, limit, self.hard)
+            with watch(limit, f"scenario '{subject.name}'"):  # a supervised child's parent stops a call that hangs
+                out = subject.invoke(self.target, batch, gen, limit, self.hard)
         except VerifierError as err:
             if by_budget and err.problem.startswith("did not return"):
                 raise VerifierError("verify", f"did not return before the time budget ({self.budget:g} s) ran out, "
@@ -210,6 +236,11 @@ class Caller:
         took = time.perf_counter() - t0
         self.seconds += took
         self.rows += rows
+        self.calls += 1
+        self.longest = max(self.longest, took)
+        spent = self.by_scenario.setdefault(subject.name, [0.0, 0])
+        spent[0] += took
+        spent[1] += rows
         if rows >= self.AT_SCALE:
             self.scale_seconds += took
             self.scale_rows += rows

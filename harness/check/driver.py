@@ -74,7 +74,8 @@ IRREPRODUCIBLE = ("draws randomness that the generator argument does not control
                   "fix: pass generator=generator to every random call")
 
 
-def check(target: Callable[..., Any], contract: str = "batched", **options: Any) -> CheckResult:
+def check(target: Callable[..., Any], contract: str = "batched", *, in_process: bool = True,
+          **options: Any) -> CheckResult:
     """Check ``target`` against the exact reference under ``contract`` (``"batched"``, ``"tree"`` or
     ``"generate"``; module docstring).  ``options`` are :class:`.options.CheckOptions`' fields: ``dtype``,
     ``device``, ``seed``, ``samples`` | ``budget`` | ``time_budget`` | ``level``, ``max_detectable_tv``,
@@ -84,8 +85,19 @@ def check(target: Callable[..., Any], contract: str = "batched", **options: Any)
     ``target`` is executed in this process with the caller's rights.  ``timeout``: seconds per call
     (enforced on the main thread on POSIX only; see :mod:`.calls`); ``hard_timeout``: end the process
     (exit 2) when the target ignores it.  ``engine``: an entered :class:`.ray_engine.RayEngine` draws the
-    rows on Ray (a shard that fails for good makes the verdict INCONCLUSIVE, never PASS)."""
-    return run_check(target, CheckOptions.build(contract, **options))
+    rows on Ray (a shard that fails for good makes the verdict INCONCLUSIVE, never PASS).
+    ``in_process=False``: the check runs in a supervised child (:mod:`.supervise`; the pytest fixtures'
+    default), where the target's ``os._exit``, death, hang, lingering thread or ``chdir`` is a
+    :class:`.supervise.SupervisedError` naming it, and ``timeout`` is enforced on any thread."""
+    built = CheckOptions.build(contract, **options)
+    if in_process:
+        return run_check(target, built)
+    from specproof.harness.check.supervise import supervised
+
+    if built.engine is not None:
+        raise SpecproofInputError("in_process", "False with an engine entered in this process (a Ray connection "
+                                  "does not cross into a child)", "pass in_process=True with engine=")
+    return supervised(lambda: run_check(target, built), getattr(target, "__qualname__", None) or "target")
 
 
 def stream_numbers(suite: Sequence[Any]) -> list[int]:
@@ -164,7 +176,9 @@ class Stream:
         first: dict[str, int] = {}
         done = 0
         while done < rows:
-            n = min(self.chunk, rows - done)
+            n = min(self.caller.rows_per_call(self.name, self.chunk), rows - done)  # sized from its rate
+            if done and self.caller.next_call_ends_late(self.name, n):
+                break  # the time budget includes the last batch: the rows drawn so far are the batch
             batch = self.prepared.sample(n, self.input_gen)
             emitted = self.caller(self.prepared, batch, call_seed(self.seed, self.index, self.rows))
             for label, positions in self.prepared.impossible(batch, emitted).items():
@@ -187,9 +201,13 @@ class Stream:
 
 def _reproducibility(stream: Stream, caller: Caller, rows: int) -> list[Finding]:
     """One batch of ``stream``'s scenario, twice, with generators of the same seed."""
-    batch = stream.prepared.sample(rows, generator(stream.seed))
-    seed = pair_seed(stream.seed)
-    first, second = (np.asarray(caller(stream.prepared, batch, seed)) for _ in range(2))
+    # in calls sized from the target's rate (each part seeded by its first row, alike in both runs)
+    per_call = caller.rows_per_call(stream.name, rows)
+    parts = [(start, stream.prepared.sample(min(per_call, rows - start), generator(pair_seed(stream.seed, start))))
+             for start in range(0, rows, per_call)] if per_call < rows else [(0, stream.prepared.sample(
+                 rows, generator(stream.seed)))]
+    first, second = (np.concatenate([np.asarray(caller(stream.prepared, batch, pair_seed(stream.seed, start)))
+                                     for start, batch in parts]) for _ in range(2))
     differ = int((first != second).any(axis=1).sum())
     if not differ:
         return []
@@ -213,6 +231,20 @@ def _injection_findings(injection: InjectionResult,
         keep = accept_rate is None or bound is None or bound > Fraction(accept_rate)
         (findings if keep else accepted).append(finding)
     return findings, accepted
+
+
+def _budget_overrun(time_budget: float | None, total: float, *callers: Any) -> str | None:
+    """Why a check ended more than a tenth past its ``time_budget`` (None when it did not): it stops only
+    between calls, and needs at least one per scenario (the screening pass) and per interlude run."""
+    *callers, scenarios = callers
+    if time_budget is None or total <= 1.1 * time_budget:
+        return None
+    calls = sum(c.calls for c in callers)
+    longest = max(c.longest for c in callers)
+    return (f"Time budget: the check took {total:.3g} s, {100 * (total / time_budget - 1):.0f}% past --time-budget "
+            f"{time_budget:g} s: it stops only between calls of the target, needs at least one per scenario "
+            f"({scenarios}) and per interlude run, and made {calls} calls of up to {longest:.3g} s; a larger budget "
+            "or a faster call fits")
 
 
 def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
@@ -261,7 +293,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
         """Rows per injection pass (and at most per reproducibility run): the contract's, fewer for a slow
         target (timed on the calls so far) so that the interlude takes about ``share`` seconds."""
         per_row = caller.seconds_per_row()
-        return int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
+        rows = int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
+        return caller.rows_per_call("", rows)  # and one call of them within a share of --timeout
 
     def interlude_cost() -> int:
         """The interlude's target rows: the streams draw as many first (module docstring: Order)."""
@@ -318,6 +351,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE
     spent = caller.seconds + injection_caller.seconds
+    late = _budget_overrun(time_budget, total, caller, injection_caller, len(streams))
     rule = getattr(options.rule, "name", options.rule)
     covered = getattr(impl, "coverage", None)  # acceptance sites (.contracts.coverage), where a contract names them
     coverage = None if covered is None else covered(suite, options, injection, {s.name: s.rows for s in run.reports})
@@ -328,7 +362,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        level=options.level if per_scenario is None else "samples", stop_reason=run.stop_reason,
                        rows_at_first_flag=first, verifier_rows_at_first_flag=called,
                        injection=None if injection is None else injection.as_json(),
-                       injection_summary="\n".join(filter(None, [injection_note, pair_note])) or None,
+                       injection_summary="\n".join(filter(None, [injection_note, pair_note, late])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
                        contract=contract.name, accept_rate=options.accept_rate, accepted_residues=accepted,
                        coverage=coverage)

@@ -28,9 +28,10 @@ def call_seed(seed: int, number: int, offset: int) -> int:
     return seed * 7_919 + number * 104_729 + offset
 
 
-def pair_seed(seed: int) -> int:
-    """The target's generator in both runs of the reproducibility pair (inputs from ``seed`` itself)."""
-    return seed * 7_919 + 2**40
+def pair_seed(seed: int, offset: int = 0) -> int:
+    """The target's generator in both runs of the reproducibility pair (inputs from ``seed`` itself); a
+    pair run in several calls seeds the part from row ``offset`` (its inputs too) with ``offset`` added."""
+    return seed * 7_919 + 2**40 + offset
 
 
 def injection_seed(seed: int, index: int) -> int:

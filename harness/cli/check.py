@@ -11,7 +11,9 @@ verify(parents, draft_probs, target_probs, node_tokens, generator) or a whole pi
 generate(target, draft, prompt_ids, max_new_tokens, sampling, generator).  A flag of one contract
 given to another (--rule, --siblings, --models, --temperature, --top-k, --top-p, --min-p,
 --new-tokens) is a usage error.
-TARGET is imported and executed in this process with your user's rights: check only code you trust.
+TARGET is imported and executed with your user's rights: check only code you trust.  It runs in a
+supervised child process (--in-process: in this one), so its os._exit, death by a signal, a hang past
+--timeout, a lingering non-daemon thread or an os.chdir is exit 2 naming what it did.
 A path.py target's folder is put on sys.path, so it can import modules beside it.
 
 What runs, for every contract (the statistics first, up to as many rows as the reproducibility pair
@@ -157,6 +159,9 @@ def add_parser(subparsers: Any) -> None:
                                "enumerates V^N <= 65,536 sequences)")
     options.add_json(parser, help="write the result (schema, provenance) to this file")
     options.add_quiet(parser)
+    parser.add_argument("--in-process", action="store_true",
+                        help="run TARGET in this process, not in a supervised child: TARGET's os._exit, "
+                             "lingering threads or os.chdir then act on the command itself (README: Supervision)")
     check_engine.add_options(parser)
     parser.set_defaults(handler=_run)
 
@@ -190,6 +195,21 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
         raise type(err)(FLAGS.get(err.argument, err.argument), err.problem, err.fix) from None
 
 
+def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -> tuple[Any, str]:
+    """Import TARGET (under --timeout when supervised) and run the one driver: ``(result, contract)``."""
+    from specproof.harness.check.supervise import watch
+
+    with check_engine.engine_for(args) as engine:
+        from specproof.harness.check.driver import run_check  # torch and the exact laws: only once a check runs
+
+        with watch(check_options.timeout, "the import of TARGET", interrupted=False):
+            target, name = load_target(args.target, args.contract, args.adapter)
+        try:
+            return run_check(target, check_options.with_(engine=engine, hard_timeout=hard_timeout)), name
+        except SpecproofInputError as err:
+            raise type(err)(FLAGS.get(err.argument, err.argument), err.problem, err.fix) from None
+
+
 def _run(args: argparse.Namespace) -> int:
     contract = args.contract
     if args.adapter is not None:
@@ -206,15 +226,13 @@ def _run(args: argparse.Namespace) -> int:
         from specproof.loading import locate_object
 
         locate_object(args.target, "TARGET")
-    with options.sigterm_as_interrupt() if args.engine == "ray" else contextlib.nullcontext(), \
-            check_engine.engine_for(args) as engine:
-        from specproof.harness.check.driver import run_check  # torch and the exact laws: only once a check runs
+    with options.sigterm_as_interrupt() if args.engine == "ray" or not args.in_process else contextlib.nullcontext():
+        if args.in_process:
+            result, name = _checked(args, check_options, hard_timeout=True)
+        else:  # TARGET is imported and run in a supervised child: only its answer reaches this process
+            from specproof.harness.check.supervise import supervised
 
-        target, name = load_target(args.target, args.contract, args.adapter)
-        try:
-            result = run_check(target, check_options.with_(engine=engine))
-        except SpecproofInputError as err:
-            raise type(err)(FLAGS.get(err.argument, err.argument), err.problem, err.fix) from None
+            result, name = supervised(lambda: _checked(args, check_options, hard_timeout=False), args.target)
     print(result.summary())
     if args.json:
         write_envelope(args.json, CHECK, {"target": args.target, "adapter": args.adapter, "contract": name,

@@ -65,6 +65,7 @@ from typing import Any
 
 from specproof.errors import SpecproofInputError
 
+from specproof.harness.check.options import MAX_ROWS_PER_SCENARIO
 from specproof.harness.exact.convert import dtype_name
 from specproof.harness.exact.dtypes import DTYPE_NAMES
 from specproof.harness.files.kinds import REPORT
@@ -172,6 +173,10 @@ def _checked(path: Path, where: str, table: Any, allowed: set[str]) -> dict[str,
 
 _CONFIG_FIELD = {"grid_scenarios": "grid_scenario_limit"}  # a budget key -> its ReportConfig field
 _KIND = {"proof_drift": "bool", "whitebox_vocabs": "ints", "closeness": "numbers"}  # the rest: non-negative ints
+MAX_VOCAB = 1 << 20  # 1,048,576 tokens: four times the largest real vocabulary (262,144), a few GiB of pairs at most
+_LIMIT = {"samples": (MAX_ROWS_PER_SCENARIO, "rows per scenario"), "pipeline_rows": (MAX_ROWS_PER_SCENARIO, "rows per scenario"),
+          "whitebox_vocabs": (MAX_VOCAB, "tokens"), "sweep_vocab": (MAX_VOCAB, "tokens"), "large_vocab": (MAX_VOCAB, "tokens")}
+"""The sizes a campaign may ask for (``budget.key`` -> limit): larger ones are refused before any work."""
 
 
 def _typed(path: Path, where: str, value: Any) -> Any:
@@ -191,6 +196,12 @@ def _typed(path: Path, where: str, value: Any) -> Any:
         wanted = {"bool": "true or false", "int": "a non-negative integer", "ints": "a list of integers",
                   "numbers": "a list of numbers"}[kind]
         raise _bad(path, where, f"{value!r} is not {wanted}", f"write {wanted}")
+    limit, unit = _LIMIT.get(where.split(".", 1)[1], (None, ""))
+    if limit is not None and max(value if isinstance(value, list) else [value]) > limit:
+        raise _bad(path, where, f"{max(value if isinstance(value, list) else [value]):,} {unit} is above the limit "
+                   f"{limit:,}", f"write at most {limit:,}")
+    if kind == "ints" and min(value) < 2:
+        raise _bad(path, where, f"{min(value)} is not a vocabulary size", "write sizes of at least 2")
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -203,6 +214,12 @@ def load_campaign(path: str | Path, engine: ReportEngine | None = None) -> Campa
         data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise SpecproofInputError("FILE", f"{str(path)!r} does not exist", "pass the path of a campaign .toml") from None
+    except IsADirectoryError:
+        raise SpecproofInputError("FILE", f"{str(path)!r} is a directory", "pass the path of a campaign .toml file "
+                                  "inside it") from None
+    except PermissionError:
+        raise SpecproofInputError("FILE", f"{str(path)!r} cannot be read (permission denied)",
+                                  "pass a campaign .toml you can read") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise SpecproofInputError("FILE", f"{str(path)!r} is not valid TOML ({err})", "fix the syntax") from None
     _checked(path, "top level", data, set(_SECTIONS))

@@ -22,9 +22,10 @@ from typing import Any, Iterator
 
 from specproof.errors import SpecproofInputError
 
-__all__ = ["RayStart", "require_ray", "start_ray", "RAY_INSTALL"]
+__all__ = ["RayStart", "require_ray", "start_ray", "RAY_INSTALL", "ADDRESS_SECONDS"]
 
 RAY_INSTALL = "pip install specproof[ray]"
+ADDRESS_SECONDS = 10.0  # how long an --address is tried before it is refused
 
 
 def require_ray() -> Any:
@@ -51,12 +52,40 @@ def start_ray(address: str | None, workers: int, python_path: bool = False) -> t
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
                      **({"runtime_env": env} if python_path else {}))
         else:
+            _answers(address)
             ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except SpecproofInputError:
+        raise
     except Exception as err:  # a bad address, a cluster that does not answer
         raise SpecproofInputError("--address", f"cannot start or join Ray ({type(err).__name__}: {err})",
                                   "pass the address of a running cluster (ray start --head), or none "
                                   "for a local Ray") from None
     return ray, True
+
+
+def _answers(address: str, seconds: float | None = None) -> None:
+    """Refuse an ``--address`` at which nothing accepts a connection within ``seconds`` (Ray itself
+    retries such an address without end).  ``auto`` and addresses without a port are left to Ray."""
+    import socket
+    import time
+
+    seconds = ADDRESS_SECONDS if seconds is None else seconds
+    where = address.split("://", 1)[-1]
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
+                                     timeout=max(0.1, min(2.0, deadline - time.monotonic()))).close()
+            return
+        except OSError as err:
+            if time.monotonic() + 0.5 >= deadline:
+                raise SpecproofInputError("--address", f"nothing answers at {address} (tried for {seconds:g} s: "
+                                          f"{err.strerror or err})", "start the cluster there (ray start --head), "
+                                          "pass its real address, or drop --address for a local Ray") from None
+            time.sleep(0.5)
 
 
 @contextlib.contextmanager

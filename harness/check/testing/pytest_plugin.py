@@ -2,7 +2,8 @@
 
 Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype D``,
 ``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
-PASS must have; default 0.05).  Fixtures:
+PASS must have; default 0.05), ``--specproof-in-process`` (run the target in the test's own process,
+not in a supervised child: see below).  Fixtures:
 
 * ``specproof_check(target, contract="batched", **overrides) -> CheckResult`` - runs the check with the
   options, through the one contract table (``"batched"``, ``"tree"``, ``"generate"``; an unknown name is
@@ -13,6 +14,12 @@ PASS must have; default 0.05).  Fixtures:
 
     def test_my_kernel(specproof_assert_lossless):
         specproof_assert_lossless(my_runtime.verify)
+
+Each check runs in a supervised child process (:mod:`specproof.harness.check.supervise`): a target
+that calls ``os._exit``, dies, hangs, leaves a thread running or changes the working directory fails
+the test with a usage error naming it, instead of ending or hanging pytest.  ``in_process=True`` (per
+call) or ``--specproof-in-process`` runs it in the test's process, for a target whose side effects the
+test reads (call counters, mocks) or that cannot be forked; that gives the protection up.
 
 """
 
@@ -35,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--specproof-alpha", type=float, default=1e-6, help="family-wise false-alarm rate")
     group.addoption("--specproof-max-detectable-tv", type=float, default=None,
                     help="the power a PASS must have (default: specproof's default, 0.05)")
+    group.addoption("--specproof-in-process", action="store_true", default=False,
+                    help="run targets in the test's process, not in a supervised child")
 
 
 def _settings(config: pytest.Config) -> dict[str, Any]:
@@ -43,6 +52,7 @@ def _settings(config: pytest.Config) -> dict[str, Any]:
         "dtype": config.getoption("--specproof-dtype"),
         "device": config.getoption("--specproof-device"),
         "alpha": config.getoption("--specproof-alpha"),
+        "in_process": config.getoption("--specproof-in-process"),
     }
     samples = config.getoption("--specproof-samples")
     if samples is not None:
