@@ -10,6 +10,8 @@ exactly, ``p^ = p / sum(p)``, so rounding of the inputs is never counted as drif
 
 from __future__ import annotations
 
+import math
+
 import itertools
 from fractions import Fraction
 from functools import cached_property
@@ -92,6 +94,17 @@ class RoundedPair:
         if hit is None:
             hit = self._exact[(table, key)] = exact_law_row(self._rows[table][key], table)
         return hit
+
+    @cached_property
+    def row_sum_deviation(self) -> Fraction:
+        """``sigma``: a bound on ``|sum - 1|`` over every rounded row (target and draft), as used unnormalised
+        by a verifier.  ``math.fsum`` is the exact sum correctly rounded to float64 (within ``2^-53`` of it for
+        sums below 2), so ``|fsum - 1| + 2^-52`` bounds the exact deviation."""
+        worst = 0.0
+        for rows in self._rows.values():
+            for row in rows.values():
+                worst = max(worst, abs(math.fsum(row.double().flatten().tolist()) - 1.0))
+        return Fraction(worst) + Fraction(1, 2**52)
 
     @cached_property
     def toy_pair(self) -> ToyPair:

@@ -2,7 +2,7 @@
 
 Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype D``,
 ``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
-PASS must have; default 0.05).  Fixtures:
+PASS must have; default 0.05), ``--specproof-max-drift TV`` (the null band; the ``max_drift`` keyword too).  Fixtures:
 
 * ``specproof_check(target, contract="batched", **overrides) -> CheckResult`` - runs the check with the
   options, through the one contract table (``"batched"``, ``"tree"``, ``"generate"``; an unknown name is
@@ -35,6 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--specproof-alpha", type=float, default=1e-6, help="family-wise false-alarm rate")
     group.addoption("--specproof-max-detectable-tv", type=float, default=None,
                     help="the power a PASS must have (default: specproof's default, 0.05)")
+    group.addoption("--specproof-max-drift", type=float, default=None,
+                    help="the null band in TV (default: derived from the verifier's observed precision)")
 
 
 def _settings(config: pytest.Config) -> dict[str, Any]:
@@ -50,6 +52,9 @@ def _settings(config: pytest.Config) -> dict[str, Any]:
     bound = config.getoption("--specproof-max-detectable-tv")
     if bound is not None:
         settings["max_detectable_tv"] = bound
+    drift = config.getoption("--specproof-max-drift")
+    if drift is not None:
+        settings["max_drift"] = drift
     return settings
 
 
