@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Sequence
 
 import torch
@@ -90,11 +91,11 @@ class Observation:
             return "; ".join(self.unobservable)
         return "" if self.draws else "no uniform or exponential draw was seen (a compiled graph or custom kernel?)"
 
-    def precision(self, inputs: str, row_sum: Any) -> Precision | None:
+    def precision(self, inputs: str) -> Precision | None:
         """The :class:`Precision` of a verifier given ``inputs`` in that dtype (None when unobservable)."""
         if not self.observable:
             return None
-        return Precision(coarsest(sorted(self.draws), inputs), coarsest(sorted(self.roundings), "float64"), row_sum)
+        return Precision(coarsest(sorted(self.draws), inputs), coarsest(sorted(self.roundings), "float64"), Fraction(0))
 
     def describe(self) -> str:
         if not self.observable:
@@ -230,6 +231,10 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
         seen.merge(found)
     if not seen.observable:
         return Band(BAND_WORST, f"{seen.reason()}: every draw and sum assumed in {options.dtype}")
-    for p in prepared:
-        p.tolerance = min(p.tolerance, p.band_for(seen.precision(options.dtype, 0)))
+    bands = [p.band_for(seen.precision(options.dtype)) for p in prepared]
+    if any(b is None for b in bands):
+        return Band(BAND_WORST, f"{seen.describe()}, but a --rule's band is derived for the canonical step only: "
+                                f"every draw and sum assumed in {options.dtype}")
+    for p, band in zip(prepared, bands):
+        p.tolerance = band
     return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS)

@@ -10,7 +10,6 @@ exactly, ``p^ = p / sum(p)``, so rounding of the inputs is never counted as drif
 
 from __future__ import annotations
 
-import math
 
 import itertools
 from fractions import Fraction
@@ -24,6 +23,7 @@ from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
 from specproof.harness.exact.convert import dyadic_array, round_to_dtype
 from specproof.harness.exact.dtypes import dtype_name
+from specproof.harness.exact.tolerances import unnormalised_step_tv
 
 __all__ = ["RoundedPair", "exact_law_row"]
 
@@ -96,15 +96,13 @@ class RoundedPair:
         return hit
 
     @cached_property
-    def row_sum_deviation(self) -> Fraction:
-        """``sigma``: a bound on ``|sum - 1|`` over every rounded row (target and draft), as used unnormalised
-        by a verifier.  ``math.fsum`` is the exact sum correctly rounded to float64 (within ``2^-53`` of it for
-        sums below 2), so ``|fsum - 1| + 2^-52`` bounds the exact deviation."""
-        worst = 0.0
-        for rows in self._rows.values():
-            for row in rows.values():
-                worst = max(worst, abs(math.fsum(row.double().flatten().tolist()) - 1.0))
-        return Fraction(worst) + Fraction(1, 2**52)
+    def unnormalised_tv(self) -> Fraction:
+        """``t_in``: the largest exact per-step drift of using a target row and the draft row at the same
+        prefix unnormalised (:func:`~.tolerances.unnormalised_step_tv`), over every such pair."""
+        exact = lambda row: [Fraction(x) for x in row.double().tolist()]  # noqa: E731  (floats are dyadic: exact)
+        return max((unnormalised_step_tv(exact(self._rows["target"][key]), exact(row))
+                    for key, row in self._rows["draft"].items() if key in self._rows["target"]),
+                   default=Fraction(0))
 
     @cached_property
     def toy_pair(self) -> ToyPair:

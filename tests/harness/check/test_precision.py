@@ -20,7 +20,7 @@ from specproof.harness.check.seeding import generator
 from specproof.harness.check.stats.eprocess import confidence_radius
 from specproof.harness.exact.dtypes import DTYPE_NAMES, dtype_info
 from specproof.harness.exact.tolerances import (BAND_DERIVED, BAND_USER, BAND_WORST, Precision, check_tolerance,
-                                                step_tolerance)
+                                                step_tolerance, unnormalised_step_tv)
 from specproof.impls.verifiers.canonical import canonical_ratio_race
 from specproof.impls.verifiers.upcast import upcast_product_invcdf, upcast_ratio_race
 
@@ -69,7 +69,7 @@ def test_derived_band_equals_the_worst_case_when_everything_runs_in_the_dtype():
 
 @settings(max_examples=50, deadline=None)
 @given(st.sampled_from(DTYPE_NAMES), st.sampled_from(DTYPE_NAMES), st.sampled_from(DTYPE_NAMES),
-       st.integers(2, 5000), st.fractions(0, Fraction(1, 100)))
+       st.integers(2, 5000), st.fractions(0, Fraction(1, 100)))  # sigma: the inputs' t_in
 def test_derived_band_never_exceeds_the_worst_case_and_grows_with_each_precision(inputs, draws, arith, vocab, sigma):
     band = step_tolerance(inputs, vocab, precision=Precision(draws, arith, sigma))
     info = {n: (dtype_info(n).uniform_step, dtype_info(n).unit_roundoff) for n in (inputs, draws, arith)}
@@ -91,12 +91,22 @@ def test_half_inputs_with_float32_arithmetic_get_a_band_no_wider_and_the_large_v
                 assert band < 0.01, (dtype, band)
 
 
-def test_row_sum_deviation_is_exact_enough():
-    prep = _prepared("bfloat16")
-    sigma = prep.real.rounded.row_sum_deviation
-    exact = max(abs(sum(Fraction(float(x)) for x in row.tolist()) - 1)
-                for rows in prep.real.rounded._rows.values() for row in rows.values())
-    assert exact <= sigma <= exact + Fraction(1, 2**51)
+def test_unnormalised_step_tv_is_the_exact_law_of_the_step_on_rows_as_given():
+    F = Fraction
+    # p~ = (0.6, 0.3), q~ = (0.5, 0.5): accepted (0.5, 0.3), rejected 0.2 to the residual (0.1, 0): law (0.7, 0.3)
+    assert unnormalised_step_tv([F(6, 10), F(3, 10)], [F(1, 2), F(1, 2)]) == F(7, 10) - F(2, 3)
+    # p~ <= q~ everywhere: the empty residual falls back to p~, which renormalises exactly
+    assert unnormalised_step_tv([F(1, 2), F(1, 4)], [F(1, 2), F(1, 2)]) == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=2, max_size=6), st.lists(st.integers(1, 50), min_size=2, max_size=6))
+def test_unnormalised_step_tv_is_zero_on_normalised_rows(p, q):
+    n = min(len(p), len(q))
+    p, q = p[:n], q[:n]
+    if sum(p) == 0:
+        p[0] = 1
+    assert unnormalised_step_tv([Fraction(x, sum(p)) for x in p], [Fraction(x, sum(q)) for x in q]) == 0
 
 
 def test_max_drift_is_validated_and_named():

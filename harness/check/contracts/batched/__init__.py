@@ -75,10 +75,13 @@ class BatchedScenario:
     def families(self) -> list[EventFamily]:
         return build_families(self.real, self.rule)
 
-    def band_for(self, precision: Precision) -> float:
-        """The null band for an observed precision (:func:`check_tolerance`), ``sigma`` of these rows."""
+    def band_for(self, precision: Precision) -> float | None:
+        """The null band for an observed precision (:func:`check_tolerance`) with these rows' ``t_in``; None
+        under a ``rule`` (``t_in`` is computed for the canonical step)."""
+        if self.rule is not None:
+            return None
         return float(check_tolerance(self.real.dtype, self.vocab, self.k,
-                                     replace(precision, row_sum=self.real.rounded.row_sum_deviation)))
+                                     replace(precision, inputs_tv=self.real.rounded.unnormalised_tv)))
 
     @cached_property
     def has_target_zeros(self) -> bool:
