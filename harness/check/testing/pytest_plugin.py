@@ -8,7 +8,7 @@ PASS must have; default 0.05), ``--specproof-max-drift TV`` (the null band; the 
   options, through the one contract table (``"batched"``, ``"tree"``, ``"generate"``; an unknown name is
   a usage error);
 * ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with the
-  findings when drift beyond the dtype's tolerance is detected, or the verdict when the run was
+  findings when drift beyond the band (derived, worst case, or max_drift) is detected, or the verdict when the run was
   UNDERPOWERED (its detectable TV above the stated bound).
 
     def test_my_kernel(specproof_assert_lossless):
