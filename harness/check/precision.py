@@ -17,7 +17,7 @@ The verifier's arithmetic is *unobservable*, and the band falls back to the wors
 draw, a random op with no grid model (``randn``, ``bernoulli``, ...), an op outside the ``aten``/``prims``
 namespaces (a custom or Triton kernel registered as an op), or a call into ``torch.compile``'s runtime,
 inductor or Triton (a Python profile hook on the probe call sees their frames: a compiled region runs
-unseen by the mode, ``ignore_compile_internals``): a compiled graph's runner, inductor's generated code,
+unseen by the mode, ``ignore_compile_internals``): dynamo compiling a frame, a compiled graph's runner, inductor's generated code,
 AOT-autograd's runtime wrappers, Triton's ``JITFunction``.
 """
 
@@ -163,7 +163,8 @@ class PrecisionProbe(TorchDispatchMode):
 
 
 # frames that run a compiled graph or a Triton kernel (not the imports and wrappers dispatch modes also touch)
-_COMPILED = ((os.path.join("torch", "_inductor", "output_code.py"), "__call__"), ("torchinductor_", "call"),
+_COMPILED = ((os.path.join("torch", "_dynamo", "convert_frame.py"), "_compile"),
+             (os.path.join("torch", "_inductor", "output_code.py"), "__call__"), ("torchinductor_", "call"),
              (os.path.join("_aot_autograd", "runtime_wrappers.py"), "runtime_wrapper"),
              (os.path.join("triton", "runtime", "jit.py"), "run"))
 
@@ -179,6 +180,7 @@ def observe(call: Any) -> tuple[Observation, Any]:
         if event == "call" and not compiled and any(part in code.co_filename and code.co_name == name
                                                     for part, name in _COMPILED):
             compiled.append(frame.f_code.co_filename)
+            sys.setprofile(None)  # decided: the rest of the call (a compilation, say) runs unhooked
 
     previous = sys.getprofile()
     sys.setprofile(hook)
