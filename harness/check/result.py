@@ -338,6 +338,9 @@ class CheckResult:
                                   "failed shard cannot be dropped without biasing the rest)",
         }[self.verdict]
         lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
+        diagnosis = self.diagnosis_line()
+        if diagnosis:
+            lines.append(diagnosis)
         if self.band:
             lines.append(f"Band: {self.band['basis']}: {self.band['detail']}" + (
                 f"; assumes {'; '.join(self.band['assumptions'])}" if self.band.get("assumptions") else ""))
@@ -349,9 +352,6 @@ class CheckResult:
             (est, low, high), where = drift
             lines.append(f"Drift (largest deviation on a tested event, TV): {est:.3g}, 99% anytime-valid interval "
                          f"{low:.3g} to {high:.3g} (widest: {where}; per scenario in --json)")
-        diagnosis = self.diagnosis_line()
-        if diagnosis:
-            lines.append(diagnosis)
         lines.append(f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
                      f"family-wise false-alarm probability <= {self.alpha:g}")
         findings = self.findings
