@@ -57,6 +57,7 @@ from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.stats.engine import EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.injection import InjectionResult, run_injection
 from specproof.harness.check.options import MIN_ROWS, CheckOptions
+from specproof.harness.check.precision import choose_band
 from specproof.harness.check.scale.ray_engine import ShardFailure
 from specproof.harness.check.result import CheckResult, Finding, ScenarioReport, Verdict, interlude_note
 from specproof.harness.check.seeding import call_seed, generator, pair_seed, stream_seed
@@ -79,7 +80,8 @@ def check(target: Callable[..., Any], contract: str = "batched", *, in_process: 
     """Check ``target`` against the exact reference under ``contract`` (``"batched"``, ``"tree"`` or
     ``"generate"``; module docstring).  ``options`` are :class:`.options.CheckOptions`' fields: ``dtype``,
     ``device``, ``seed``, ``samples`` | ``budget`` | ``time_budget`` | ``level``, ``max_detectable_tv``,
-    ``alpha``, ``timeout``, ``fail_fast``, ``inject``, ``progress``, ``scenarios``, and the contract's own
+    ``max_drift`` (the null band in TV; default derived, :mod:`.precision`), ``alpha``, ``timeout``, ``fail_fast``,
+    ``inject``, ``progress``, ``scenarios``, and the contract's own
     (batched ``rule``; tree ``siblings``; generate ``models``, ``sampling``, ``new_tokens``).
 
     ``target`` is executed in this process with the caller's rights.  ``timeout``: seconds per call
@@ -269,6 +271,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     ends_at = None if options.time_budget is None else start + options.time_budget
     caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
     prepared = [impl.prepare(s, options, device) for s in suite]
+    band = choose_band(prepared, Caller(target, device, options.timeout, options.hard_timeout), options)
     streams = [Stream(number, p, caller, options.seed, options.batch_size)
                for number, p in zip(stream_numbers(prepared), prepared)]
     inject_here = options.inject and device.type in ("cpu", "cuda")  # generators with an edge model
@@ -365,4 +368,4 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        injection_summary="\n".join(filter(None, [injection_note, pair_note, late])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
                        contract=contract.name, accept_rate=options.accept_rate, accepted_residues=accepted,
-                       coverage=coverage)
+                       coverage=coverage, band=band.as_json())

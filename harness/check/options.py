@@ -62,6 +62,7 @@ class CheckOptions:
     level: str = "default"
     time_budget: float | None = None  # seconds for the whole check
     max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV
+    max_drift: float | None = None  # the user's null band in TV (else derived from observed precision)
     timeout: float | None = DEFAULT_TIMEOUT  # seconds per call of the target
     fail_fast: bool = False
     inject: bool = True
@@ -116,6 +117,8 @@ class CheckOptions:
             raise SpecproofInputError("seed", f"{self.seed!r} is not an integer in [0, 2^63)", "pass e.g. 0")
         _number("max_detectable_tv", self.max_detectable_tv, lambda x: 0 < x <= 1, "in (0, 1]",
                 str(DEFAULT_MAX_DETECTABLE_TV))
+        if self.max_drift is not None:
+            _number("max_drift", self.max_drift, lambda x: 0 <= x < 1, "a total variation in [0, 1)", "0.001")
         _number("alpha", self.alpha, lambda x: 0 < x < 1, "in (0, 1)", "1e-6")
         if self.timeout is not None:
             _number("timeout", self.timeout, lambda x: x > 0, "a finite number of seconds > 0", "120")

@@ -21,6 +21,7 @@ from typing import Any
 
 from specproof.verdicts import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
+from specproof.harness.check.stats.eprocess import DRIFT_LEVEL
 
 __all__ = ["Verdict", "Finding", "ScenarioReport", "CheckResult", "EXIT_CODES", "SHOWN_FINDINGS", "DEFAULT_MAX_DETECTABLE_TV", "DEFAULT_SAMPLES", "DEFAULT_TIMEOUT",
            "interlude_note"]
@@ -107,6 +108,9 @@ class ScenarioReport:
     # rule -> rows * sum over the excess sets of KL(observed mean || the rule's exact mean), nats
     bug_class_misfit: dict[str, float] = field(default_factory=dict)
     certainty_probe: bool = False  # only impossible outcomes tested; detectable_tv is the rate seen w.p. 0.99
+    # [estimate, low, high] of the largest deviation on a two-sided tested event, TV units: the interval is
+    # anytime-valid, 99% jointly over the check's scenarios (engine._Ledger.drift)
+    drift: list[float] | None = None
 
     def as_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -160,6 +164,7 @@ class CheckResult:
     accept_rate: float | None = None  # --accept-rate: certain rare-draw findings up to this rate are accepted
     accepted_residues: list[Finding] = field(default_factory=list)  # those findings (not in findings)
     coverage: Any = None  # .contracts.coverage.Coverage: the acceptance sites a probability-0 token met
+    band: dict[str, Any] | None = None  # which null band: precision.Band.as_json (basis, detail, assumptions)
 
     @property
     def passed(self) -> bool:
@@ -189,7 +194,34 @@ class CheckResult:
         return max(s.detectable_tv for s in self._statistical())
 
     def _statistical(self) -> list[ScenarioReport]:
-        return [s for s in self.scenarios if not s.certainty_probe] or list(self.scenarios)
+        """The statistical scenarios in scope (all of them when none is; every scenario for probes only)."""
+        statistical = [s for s in self.scenarios if not s.certainty_probe]
+        return [s for s in statistical if s.tolerance < self.max_detectable_tv] or statistical or list(self.scenarios)
+
+    def out_of_scope(self) -> list[ScenarioReport]:
+        """Statistical scenarios whose band is at least ``max_detectable_tv``: vacuous for the dtype, not judged."""
+        return [s for s in self.scenarios if not s.certainty_probe and s.tolerance >= self.max_detectable_tv]
+
+    def drift(self) -> tuple[list[float], str] | None:
+        """The overall drift figure ``[estimate, low, high]`` (the largest over the scenarios of each; the
+        intervals hold jointly, so the overall one holds with them) and the scenario of the largest high end."""
+        shown = [s for s in self.scenarios if s.drift is not None]
+        if not shown:
+            return None
+        worst = max(shown, key=lambda s: s.drift[2])
+        return [max(s.drift[i] for s in shown) for i in range(3)], worst.name
+
+    def scope_line(self) -> str | None:
+        out = self.out_of_scope()
+        if not out:
+            return None
+        judged = [s for s in self.scenarios if s not in out]
+        vocabs = sorted({s.vocab for s in judged})
+        names = ", ".join(f"'{s.name}' (V = {s.vocab}, band {s.tolerance:.3g})" for s in out[:4])
+        more = f" and {len(out) - 4} more" if len(out) > 4 else ""
+        return (f"Scope: {len(judged)} of {len(self.scenarios)} scenarios judged (V in {vocabs}); out of scope for "
+                f"{self.dtype}: {names}{more}: the band is at least the bound {self.max_detectable_tv:g}, so no "
+                "sample size reaches it there")
 
     @property
     def rows(self) -> int:
@@ -304,14 +336,18 @@ class CheckResult:
             "accept_rate": self.accept_rate, "accepted_residues": [f.as_json() for f in self.accepted_residues],
             "scenarios": [s.as_json() for s in self.scenarios],
             "coverage": None if self.coverage is None else self.coverage.as_json(),
+            "band": self.band, "out_of_scope": [s.name for s in self.out_of_scope()],
+            "drift": None if self.drift() is None else dict(zip(("estimate", "low", "high"), self.drift()[0]))
+            | {"scenario": self.drift()[1], "confidence": 1 - DRIFT_LEVEL},
         }
 
     def summary(self) -> str:
         rejected = sum(s.rejected_events for s in self.scenarios)
         events = sum(s.events for s in self.scenarios)
         worst = max(self._statistical(), key=lambda s: s.detectable_tv)
+        basis = (self.band or {}).get("basis", "worst case")
         head = {
-            Verdict.PASS: f"PASS: no drift beyond the dtype's tolerance detected; a deviation of TV "
+            Verdict.PASS: f"PASS: no drift beyond the band ({basis}) detected; a deviation of TV "
                           f"{self.max_detectable_tv:g} on a tested event is caught with probability 0.99",
             Verdict.FAIL: f"FAIL{self._fail_qualifier()}: the verifier's law differs from the exact reference",
             Verdict.UNDERPOWERED: f"UNDERPOWERED: nothing detected, but this run could miss a deviation of TV up "
@@ -327,6 +363,17 @@ class CheckResult:
         diagnosis = self.diagnosis_line()
         if diagnosis:
             lines.append(diagnosis)
+        if self.band:
+            lines.append(f"Band: {self.band['basis']}: {self.band['detail']}" + (
+                f"; assumes {'; '.join(self.band['assumptions'])}" if self.band.get("assumptions") else ""))
+        scope = self.scope_line()
+        if scope:
+            lines.append(scope)
+        drift = self.drift()
+        if drift is not None:
+            (est, low, high), where = drift
+            lines.append(f"Drift (largest deviation on a tested event, TV): {est:.3g}, 99% anytime-valid interval "
+                         f"{low:.3g} to {high:.3g} (widest: {where}; per scenario in --json)")
         lines.append(f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
                      f"family-wise false-alarm probability <= {self.alpha:g}")
         findings = self.findings
@@ -340,16 +387,13 @@ class CheckResult:
             lines.append(f"  certainty probe '{probe.name}' ({probe.rows} rows): probability-0 tokens emitted in at "
                          f"least {probe.detectable_tv:.3g} of its rows are seen with probability 0.99")
         if self.verdict is Verdict.UNDERPOWERED:
-            statistical = self._statistical()
-            blind = [sc for sc in statistical if sc.tolerance >= self.max_detectable_tv]
-            if blind:
+            blind = self.out_of_scope()
+            if blind and len(blind) == sum(not sc.certainty_probe for sc in self.scenarios):
                 low, high = min(sc.tolerance for sc in blind), max(sc.tolerance for sc in blind)
-                where = (f"all {len(blind)} statistical scenarios" if len(blind) == len(statistical) else
-                         ", ".join(f"'{sc.name}'" for sc in blind[:3]) + (f" and {len(blind) - 3} more"
-                                                                          if len(blind) > 3 else ""))
-                lines.append(f"  {self.dtype}'s derived tolerance alone ({low:.3g} to {high:.3g}) is at least the "
-                             f"bound on {where}: no sample size reaches it there; check in a wider dtype")
-            if len(blind) < len(statistical):
+                lines.append(f"  the band alone ({low:.3g} to {high:.3g}) is at least the bound on every statistical "
+                             "scenario: no sample size reaches it; check in a wider dtype, or state the drift you "
+                             "accept with --max-drift")
+            else:
                 lines.append("  To reach the bound: raise --samples, or state a larger --max-detectable-tv")
         if self.rows_at_first_flag is not None:
             called = self.verifier_rows_at_first_flag

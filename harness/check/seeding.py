@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SEED_LIMIT", "stream_seed", "call_seed", "pair_seed", "injection_seed", "shard_seed", "generator"]
+__all__ = ["SEED_LIMIT", "stream_seed", "call_seed", "pair_seed", "probe_seed", "injection_seed", "shard_seed", "generator"]
 
 SEED_LIMIT = 2**63  # torch.Generator.manual_seed takes [0, 2^63) as given
 
@@ -32,6 +32,12 @@ def pair_seed(seed: int, offset: int = 0) -> int:
     """The target's generator in both runs of the reproducibility pair (inputs from ``seed`` itself); a
     pair run in several calls seeds the part from row ``offset`` (its inputs too) with ``offset`` added."""
     return seed * 7_919 + 2**40 + offset
+
+
+def probe_seed(seed: int, number: int) -> int:
+    """Inputs and target generator of the precision probe's call on scenario ``number``
+    (:mod:`.precision`; the global RNG is restored after it)."""
+    return pair_seed(seed) + 1 + number
 
 
 def injection_seed(seed: int, index: int) -> int:

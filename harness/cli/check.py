@@ -42,14 +42,16 @@ injection, whose passes shrink to fit it: those that do not fit are listed as NO
 --samples N fixes the rows per scenario (the certainty probe: at most the rows it needs for the bound).
 
 Exit codes:
-  0  PASS: no drift beyond the dtype's tolerance, and the run had the power to see a deviation of
+  0  PASS: no drift beyond the band (derived from the precision the verifier is seen to use, the
+     dtype's worst case when it cannot be seen, or --max-drift), and the run had the power to see a deviation of
      total variation --max-detectable-tv on a tested event with probability 0.99 (printed as
      "Detectable TV"); the family-wise probability of a false FAIL is at most --alpha (1e-6);
   1  FAIL: a finding - certain (a probability-0 emission, also under injection) or statistical
      (evidence past its threshold); a one-line diagnosis, then at most 10 findings (all in --json);
      or two same-seed runs of one batch differ (the verifier ignores its generator);
   3  UNDERPOWERED: nothing found, but the run could not see --max-detectable-tv (raise the level or
-     the budget; bfloat16's tolerance alone can exceed any useful bound);
+     the budget), or every scenario's band is at least the bound (state --max-drift, or a wider dtype);
+     a scenario whose band alone reaches the bound is out of scope and named, not judged;
   4  INCONCLUSIVE (--engine ray, any contract): a shard of the rows failed for good (its retries
      spent); the reason is printed, nothing is concluded;
   2  usage error: bad arguments, target not found or wrong signature, a verifier that raises,
@@ -84,6 +86,7 @@ SCHEMA = CHECK.schema
 FLAGS = {"samples": "--samples", "device": "--device", "dtype": "--dtype", "seed": "--seed", "alpha": "--alpha",
          "timeout": "--timeout", "time_budget": "--time-budget", "max_detectable_tv": "--max-detectable-tv",
          "accept_rate": "--accept-rate",
+         "max_drift": "--max-drift",
          "temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p", "min_p": "--min-p",
          **{option: flag for c in CONTRACTS.values() for option, flag in c.options.items()}}
 """Each check option and the flag that sets it (errors name the flag)."""
@@ -138,6 +141,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--max-detectable-tv", type=float, default=DEFAULT_MAX_DETECTABLE_TV,
                         help="the power a PASS must have: largest TV the run may be unable to see "
                              f"(default {DEFAULT_MAX_DETECTABLE_TV}); above it the verdict is UNDERPOWERED (exit 3)")
+    parser.add_argument("--max-drift", type=float, default=None, metavar="TV",
+                        help="the drift you accept: the null band in TV (PASS: no tested event deviates by more, "
+                             "with the stated power); default: derived from the precision the verifier is "
+                             "observed to use, else the dtype's worst case")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds allowed per call of TARGET (default {DEFAULT_TIMEOUT:g})")
     batched = parser.add_argument_group("batched contract")
@@ -184,8 +191,9 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
 
     chosen = dict(dtype=args.dtype, device=args.device, seed=args.seed, alpha=args.alpha, samples=args.samples,
                   time_budget=args.time_budget, max_detectable_tv=args.max_detectable_tv, timeout=args.timeout,
-                  fail_fast=args.fail_fast, inject=not args.no_inject, accept_rate=args.accept_rate, progress=not args.quiet,
-                  hard_timeout=True,
+                  max_drift=args.max_drift,
+                  fail_fast=args.fail_fast, inject=not args.no_inject, accept_rate=args.accept_rate,
+                  progress=not args.quiet, hard_timeout=True,
                   level="thorough" if args.thorough else "default", rule=args.rule, siblings=args.siblings,
                   models=args.models, new_tokens=args.new_tokens)
     try:

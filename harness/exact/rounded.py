@@ -10,6 +10,7 @@ exactly, ``p^ = p / sum(p)``, so rounding of the inputs is never counted as drif
 
 from __future__ import annotations
 
+
 import itertools
 from fractions import Fraction
 from functools import cached_property
@@ -22,6 +23,7 @@ from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
 from specproof.harness.exact.convert import dyadic_array, round_to_dtype
 from specproof.harness.exact.dtypes import dtype_name
+from specproof.harness.exact.tolerances import unnormalised_step_tv
 
 __all__ = ["RoundedPair", "exact_law_row"]
 
@@ -92,6 +94,15 @@ class RoundedPair:
         if hit is None:
             hit = self._exact[(table, key)] = exact_law_row(self._rows[table][key], table)
         return hit
+
+    @cached_property
+    def unnormalised_tv(self) -> Fraction:
+        """``t_in``: the largest exact per-step drift of using a target row and the draft row at the same
+        prefix unnormalised (:func:`~.tolerances.unnormalised_step_tv`), over every such pair."""
+        exact = lambda row: [Fraction(x) for x in row.double().tolist()]  # noqa: E731  (floats are dyadic: exact)
+        return max((unnormalised_step_tv(exact(self._rows["target"][key]), exact(row))
+                    for key, row in self._rows["draft"].items() if key in self._rows["target"]),
+                   default=Fraction(0))
 
     @cached_property
     def toy_pair(self) -> ToyPair:

@@ -16,28 +16,85 @@ exact law of the rounded inputs, so input rounding is not drift):
 discrepancy ``delta`` as ``g`` (``grid_step``), the one place the formula is written.  A round composes at most ``K + 1`` steps and total variation
 is subadditive under composition, so ``tau_round = (K + 1) tau_step``, capped at 1 (vacuous: the
 dtype cannot certify anything at that size, and reports say so).
+
+That is the *worst case*: every uniform drawn, and every sum, ratio and normalisation rounded, in the
+inputs' dtype.  A verifier whose arithmetic was observed (:mod:`specproof.harness.check.precision`)
+gets the same derivation with each role's own precision (:class:`Precision`, :func:`step_tolerance`
+with ``precision=``):
+
+* ``g`` is the coarsest uniform grid among the dtypes the verifier *drew* its uniforms and
+  exponentials in (acceptance ``g``, correction/bonus draw ``V g / 2``, as above);
+* ``u_a`` is the largest unit roundoff among the dtypes of the operations that *round* (every
+  floating-point op except the exact ones: copies, views, indexing, comparisons, ``max``/``min``/``relu``,
+  widening conversions); ratio, subtraction, the ``V``-term normalising sum and its division move each
+  probability by at most ``(V + 2) u_a`` relative (the ``(V + 3) u`` above, less the row-sum term);
+* the inputs, rounded to their dtype, are used as they are: a rounded row need not sum to 1, while the
+  exact law renormalises it.  The canonical step on unnormalised rows ``p~`` (target) and ``q~`` (draft;
+  the harness draws the drafted token from ``q~`` renormalised) accepts with ``min(1, p~/q~)`` and draws the
+  correction from ``max(0, p~ - q~)`` normalised (``p~`` when that is empty); its law is computed exactly
+  for every pair of rows of the scenario, and ``t_in`` is the largest total variation from the
+  renormalised target (:func:`unnormalised_step_tv`; the bonus draw normalises itself and costs nothing).
+
+``tau_step = g + V g / 2 + (V + 2) u_a + t_in``.  A verifier observed drawing and rounding in its
+inputs' dtype gets exactly the worst case; one whose roles are all at least as fine gets the smaller of
+the two (both are bounds then); one with a role *coarser* than its inputs (float32 inputs, float16
+arithmetic) gets the derived band alone, since the worst case assumes everything in the inputs' dtype.
+Assumptions (printed with the verdict): the probe call's dtypes are those of every call (the
+arithmetic does not change dtype with the data), and the observed draws are torch's CPU/CUDA
+generators with the grids of :data:`~specproof.harness.exact.dtypes.DTYPES`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Sequence
 
 from specproof.harness.exact.dtypes import dtype_info
 
-__all__ = ["step_tolerance", "round_tolerance", "check_tolerance", "draft_sampling_tolerance"]
+BAND_DERIVED, BAND_WORST, BAND_USER = "derived from observed precision", "worst case", "stated by the user"
+DERIVED_ASSUMPTIONS = ("the probe call's dtypes hold for every call (no data-dependent change of dtype)",
+                       "draws come from torch generators on their dtype's uniform grid",
+                       "the verifier follows the canonical step on the rounded rows as given (their sums counted exactly)")
 
 
-def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None) -> Fraction:
+@dataclass(frozen=True)
+class Precision:
+    """The observed precision of a verifier's roles (module docstring): ``uniforms`` the coarsest dtype it
+    drew in, ``arithmetic`` the coarsest dtype an operation rounded in, ``inputs_tv`` (``t_in``) the exact
+    per-step drift of using the rounded rows unnormalised (:func:`unnormalised_step_tv`)."""
+
+    uniforms: str
+    arithmetic: str
+    inputs_tv: Fraction
+
+
+__all__ = ["unnormalised_step_tv", "Precision", "BAND_DERIVED", "BAND_WORST", "BAND_USER", "DERIVED_ASSUMPTIONS", "step_tolerance", "round_tolerance", "check_tolerance", "draft_sampling_tolerance"]
+
+
+def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None,
+                   precision: Precision | None = None) -> Fraction:
     """``tau_step = g + V g / 2 + (V + 3) u`` (module docstring); ``g`` is the dtype's ideal grid step
-    ``2^-d`` unless ``grid_step`` (a counted grid's discrepancy) is given."""
+    ``2^-d`` unless ``grid_step`` (a counted grid's discrepancy) is given.  With ``precision`` (observed),
+    the derived ``g_obs + V g_obs / 2 + (V + 2) u_a + t_in`` (module docstring: which one)."""
     info = dtype_info(dtype)
     grid = info.uniform_step if grid_step is None else Fraction(grid_step)
-    return grid + vocab * grid / 2 + (vocab + 3) * info.unit_roundoff
+    worst = grid + vocab * grid / 2 + (vocab + 3) * info.unit_roundoff
+    if precision is None:
+        return worst
+    drawn = max(dtype_info(precision.uniforms).uniform_step, grid if grid_step is not None else 0)
+    rounding = dtype_info(precision.arithmetic).unit_roundoff
+    if drawn == grid and rounding == info.unit_roundoff:
+        return worst  # observed: everything in the dtype, the worst case itself
+    derived = drawn + vocab * drawn / 2 + (vocab + 2) * rounding + Fraction(precision.inputs_tv)
+    # a role coarser than the dtype: the worst case (everything *in* the dtype) is no bound, the derived one is
+    return derived if drawn > grid or rounding > info.unit_roundoff else min(worst, derived)
 
 
-def round_tolerance(dtype: str, vocab: int, k: int, *, grid_step: Fraction | None = None) -> Fraction:
+def round_tolerance(dtype: str, vocab: int, k: int, *, grid_step: Fraction | None = None,
+                    precision: Precision | None = None) -> Fraction:
     """``min(1, (K + 1) tau_step)``: total-variation tolerance of one K-draft round."""
-    return min(Fraction(1), (k + 1) * step_tolerance(dtype, vocab, grid_step=grid_step))
+    return min(Fraction(1), (k + 1) * step_tolerance(dtype, vocab, grid_step=grid_step, precision=precision))
 
 
 def draft_sampling_tolerance(vocab: int, draws: int) -> Fraction:
@@ -48,7 +105,24 @@ def draft_sampling_tolerance(vocab: int, draws: int) -> Fraction:
     return draws * step_tolerance("float64", vocab)
 
 
-def check_tolerance(dtype: str, vocab: int, k: int) -> Fraction:
+def check_tolerance(dtype: str, vocab: int, k: int, precision: Precision | None = None) -> Fraction:
     """``min(1, tau_round + K tau_64)``: the statistical check's null band, the verifier's own
     ``tau_round`` plus the drift of the harness's ``K`` draft draws (:func:`draft_sampling_tolerance`)."""
-    return min(Fraction(1), round_tolerance(dtype, vocab, k) + draft_sampling_tolerance(vocab, k))
+    return min(Fraction(1), round_tolerance(dtype, vocab, k, precision=precision) + draft_sampling_tolerance(vocab, k))
+
+
+def unnormalised_step_tv(target: Sequence[Fraction], draft: Sequence[Fraction]) -> Fraction:
+    """Exact total variation between the canonical step run on the rows as given (``p~``, ``q~``, any
+    positive sums) and the renormalised target ``p~ / sum p~`` (the exact law of a lossless step): drafted
+    ``x ~ q~ / sum q~``, accepted with ``min(1, p~(x) / q~(x))``, else a token from ``max(0, p~ - q~)``
+    normalised, or from ``p~`` normalised when that residual is empty.  0 when both rows sum to 1."""
+    p, q = [Fraction(x) for x in target], [Fraction(x) for x in draft]
+    sp, sq = sum(p), sum(q)
+    accepted = [min(qx / sq, px / sq) if qx > 0 else Fraction(0) for px, qx in zip(p, q)]  # q(x) min(1, p~/q~)
+    rejected = 1 - sum(accepted)
+    residual = [max(Fraction(0), px - qx) for px, qx in zip(p, q)]
+    mass = sum(residual)
+    if mass == 0:
+        residual, mass = p, sp
+    law = [a + rejected * r / mass for a, r in zip(accepted, residual)]
+    return sum((abs(x - px / sp) for x, px in zip(law, p)), Fraction(0)) / 2

@@ -149,23 +149,17 @@ def source_hash(fn: Any) -> str | None:
 
 
 def drift_figure(result: Any) -> tuple[Figure, dict[str, Any]] | None:
-    """The check's measured drift, if it carries one: ``result.as_json()["drift"]`` with an ``estimate``
-    and its interval (``lower``/``upper``, or ``interval: [lower, upper]``), in TV units.  The figure is
+    """The check's measured drift, if it carries one (``CheckResult.as_json()["drift"]``: ``estimate`` and
+    its anytime-valid interval ``low``/``high`` at ``confidence``, in TV units).  The figure is
     informational (no threshold): :mod:`.compare` reads its interval, and marks a move only when the two
     intervals are disjoint."""
     drift = result.as_json().get("drift") if hasattr(result, "as_json") else None
-    if not isinstance(drift, Mapping):
+    if drift is None:
         return None
-    overall = drift.get("overall", drift)
-    estimate = overall.get("estimate", overall.get("value"))
-    interval = overall.get("interval") or (overall.get("lower"), overall.get("upper"))
-    if not isinstance(estimate, (int, float)) or not interval or None in interval:
-        return None
-    lower, upper = float(interval[0]), float(interval[1])
-    figure = Figure.of(float(estimate), None, "measured drift on tested events (informational; compare reads "
-                       "its interval)", None)
-    return figure, {"estimate": float(estimate), "lower": lower, "upper": upper,
-                    "level": overall.get("level", drift.get("level"))}
+    figure = Figure.of(float(drift["estimate"]), None, "measured drift on tested events (informational; compare "
+                       "reads its interval)", None)
+    return figure, {"estimate": float(drift["estimate"]), "lower": float(drift["low"]),
+                    "upper": float(drift["high"]), "confidence": drift["confidence"], "scenario": drift["scenario"]}
 
 
 def check_row(target: str, contract: str, device: str, result: Any, fn: Any = None,

@@ -60,7 +60,7 @@ import numpy as np
 
 from specproof.errors import SpecproofInputError
 
-from specproof.harness.check.stats.eprocess import LN2, SideEvidence
+from specproof.harness.check.stats.eprocess import DRIFT_LEVEL, LN2, SideEvidence, confidence_radius
 from specproof.harness.check.events.family import BET_PRODUCT_FAMILY, FLOOR_FAMILY, EventFamily
 from specproof.harness.check.progress import RowProgress
 from specproof.harness.check.result import Finding, ScenarioReport, Verdict
@@ -68,7 +68,7 @@ from specproof.harness.check.stats.statistics import (bernoulli_kl_array, certai
                                                 samples_for_shift)
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
-           "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
+           "in_scope", "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
 
 SCREEN_ROWS = 4
 SCREEN_LEAD = 4  # while screening, a stream within 4x of the least-seen one may double (so up to 8x ahead)
@@ -266,7 +266,22 @@ class _Ledger:
                                     fam.positions.get(e), sides=fam.sides))
         self.findings = findings
 
-    def report(self, stopped: bool) -> ScenarioReport:
+    def drift(self, level: float) -> list[float] | None:
+        """``[estimate, low, high]`` of ``D = max_e |E[Y_e] - P(A_e)|`` over the stream's two-sided events
+        (TV units): ``low <= D <= high`` whenever every event's confidence sequence at level ``level / m``
+        (:func:`.eprocess.confidence_radius`, ``m`` events) holds, so with probability ``>= 1 - level`` at
+        every row count at once (union bound; ``|mu_e - P_e|`` lies within ``r`` of ``|mean_e - P_e|``).
+        The estimate ``max_e |mean_e - P_e|`` is biased upwards by the noise (at most ``r``)."""
+        tested = [(fam, counts) for fam, counts in zip(self.stream.families, self.counts) if fam.sides == "both"]
+        events = sum(fam.size for fam, _ in tested)
+        if not events or not self.rows or self.probe:
+            return None
+        radius = float(confidence_radius(self.rows, level / events))
+        deviation = np.concatenate([np.abs(counts @ fam.matrix / self.rows - fam.expected) for fam, counts in tested])
+        return [float(deviation.max()), float(max(0.0, deviation.max() - radius)),
+                float(min(1.0, deviation.max() + radius))]
+
+    def report(self, stopped: bool, drift_level: float = DRIFT_LEVEL) -> ScenarioReport:
         stream = self.stream
         evidence, misfit = {}, {}
         for fam, counts, (up, _) in zip(stream.families, self.counts, self.sides):
@@ -282,7 +297,7 @@ class _Ledger:
             events=sum(f.size for f in stream.families) + len(self.impossible_labels()),
             tolerance=float(stream.tolerance), detectable_tv=self.detectable_tv(), stopped_early=stopped,
             findings=self.findings, rejected_events=self.rejected, bug_class_evidence=evidence,
-            bug_class_misfit=misfit, certainty_probe=self.probe)
+            bug_class_misfit=misfit, certainty_probe=self.probe, drift=self.drift(drift_level))
 
     def impossible_labels(self) -> list[str]:
         return list(getattr(self.stream, "impossible_labels", ())) or list(self.impossible)
@@ -442,7 +457,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
             reason = "fail-fast"
     finally:
         bar.close()
-    reports = [l.report(stopped=bool(l.findings) and l.rows < l.quota) for l in ledgers]
+    level = DRIFT_LEVEL / max(1, sum(not l.probe for l in ledgers))  # the drift intervals: 99% jointly
+    reports = [l.report(stopped=bool(l.findings) and l.rows < l.quota, drift_level=level) for l in ledgers]
     return EngineRun(reports, drawn, clock() - start, reason, first_flag, before_flag)
 
 
@@ -476,11 +492,22 @@ def _replan_for_budget(ledgers: list[_Ledger], remaining: float, spent: float, d
             ledger.done = ledger.rows >= ledger.quota
 
 
+def in_scope(reports: Sequence[ScenarioReport], max_detectable_tv: float) -> list[ScenarioReport]:
+    """The scenarios judged: certainty probes, and statistical scenarios whose band is below
+    ``max_detectable_tv`` (a band at or above it is vacuous for the dtype: no row count reaches the bound
+    there, so the scenario is out of scope, reported with its band, instead of deciding the verdict)."""
+    return [r for r in reports if r.certainty_probe or r.tolerance < max_detectable_tv]
+
+
 def verdict_for(reports: Sequence[ScenarioReport], extra_findings: Sequence[Finding],
                 max_detectable_tv: float) -> Verdict:
-    """FAIL on any finding; else UNDERPOWERED where a stream cannot see ``max_detectable_tv``; else PASS."""
+    """FAIL on any finding (in any scenario); else UNDERPOWERED when no statistical scenario is in scope
+    (:func:`in_scope`) or an in-scope one cannot see ``max_detectable_tv``; else PASS over the scope."""
     if any(r.findings for r in reports) or extra_findings:
         return Verdict.FAIL
-    if max(r.detectable_tv for r in reports) > max_detectable_tv:
+    judged = in_scope(reports, max_detectable_tv)
+    if any(not r.certainty_probe for r in reports) and all(r.certainty_probe for r in judged):
+        return Verdict.UNDERPOWERED
+    if max(r.detectable_tv for r in judged) > max_detectable_tv:
         return Verdict.UNDERPOWERED
     return Verdict.PASS

@@ -48,10 +48,28 @@ import numpy as np
 
 from specproof.harness.check.stats.statistics import bernoulli_kl
 
-__all__ = ["SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2",
+__all__ = ["confidence_radius", "CS_PRIOR", "DRIFT_LEVEL", "SideEvidence", "bet_for_mean", "design_bets", "log_mgf", "design_detectable_shift", "LN2",
            "BET_FRACTIONS", "betting_growth", "log_bet_factors"]
 
 LN2 = math.log(2.0)
+CS_PRIOR = 256.0  # rho of the normal mixture below: the radius is tightest near n = 4 rho rows
+DRIFT_LEVEL = 0.01  # the drift figure's interval: 99%, simultaneous over every scenario and event
+
+
+def confidence_radius(rows: int | np.ndarray, alpha: float) -> np.ndarray:
+    """Anytime-valid radius of the mean of i.i.d. ``Y in [0, 1]``: with probability ``>= 1 - alpha``,
+    ``|mean_n - E[Y]| < r(n)`` for *every* ``n`` at once (a confidence sequence).
+
+    Proof.  ``Y - E[Y]`` is sub-Gaussian with variance proxy 1/4 (Hoeffding's lemma), so for every real
+    ``l``, ``exp(l S_n - l^2 n / 8)`` is a nonnegative martingale (``S_n`` the centred sum).  Mixing ``l``
+    over ``N(0, 1/rho)`` (``rho = CS_PRIOR``, fixed in advance; any ``rho > 0`` is valid) gives the
+    nonnegative supermartingale ``M_n = sqrt(rho / (v + rho)) exp(S_n^2 / (2 (v + rho)))``, ``v = n / 4``,
+    ``M_0 = 1`` (Robbins' normal mixture; Howard, Ramdas, McAuliffe, Sekhon 2021, Ann. Statist. 49(2),
+    eq. (14)).  Ville: ``P(exists n: M_n >= 1/alpha) <= alpha``, and ``M_n < 1/alpha`` is
+    ``|S_n| < sqrt((v + rho) (ln((v + rho) / rho) + 2 ln(1/alpha)))``; divide by ``n``.  QED."""
+    n = np.maximum(np.asarray(rows, dtype=np.float64), 1.0)
+    v = n / 4.0 + CS_PRIOR
+    return np.sqrt(v * (np.log(v / CS_PRIOR) + 2.0 * math.log(1.0 / alpha))) / n
 MAX_BET = 60.0  # l beyond this changes nothing measurable (e^-60) and would overflow expm1
 BET_RATIO = 1.5
 # bet fractions t = l mu of the largest admissible bet 1/mu; t = (m - mu) / (1 - mu) is the optimal

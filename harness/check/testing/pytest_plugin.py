@@ -2,14 +2,15 @@
 
 Options: ``--specproof-samples N``, ``--specproof-seed S``, ``--specproof-dtype D``,
 ``--specproof-device DEV``, ``--specproof-alpha A``, ``--specproof-max-detectable-tv T`` (the power a
-PASS must have; default 0.05), ``--specproof-in-process`` (run the target in the test's own process,
-not in a supervised child: see below).  Fixtures:
+PASS must have; default 0.05), ``--specproof-max-drift TV`` (the null band; the ``max_drift`` keyword too),
+``--specproof-in-process`` (run the target in the test's own process, not in a supervised child: see
+below).  Fixtures:
 
 * ``specproof_check(target, contract="batched", **overrides) -> CheckResult`` - runs the check with the
   options, through the one contract table (``"batched"``, ``"tree"``, ``"generate"``; an unknown name is
   a usage error);
 * ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with the
-  findings when drift beyond the dtype's tolerance is detected, or the verdict when the run was
+  findings when drift beyond the band (derived, worst case, or max_drift) is detected, or the verdict when the run was
   UNDERPOWERED (its detectable TV above the stated bound).
 
     def test_my_kernel(specproof_assert_lossless):
@@ -44,6 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the power a PASS must have (default: specproof's default, 0.05)")
     group.addoption("--specproof-in-process", action="store_true", default=False,
                     help="run targets in the test's process, not in a supervised child")
+    group.addoption("--specproof-max-drift", type=float, default=None,
+                    help="the null band in TV (default: derived from the verifier's observed precision)")
 
 
 def _settings(config: pytest.Config) -> dict[str, Any]:
@@ -60,6 +63,9 @@ def _settings(config: pytest.Config) -> dict[str, Any]:
     bound = config.getoption("--specproof-max-detectable-tv")
     if bound is not None:
         settings["max_detectable_tv"] = bound
+    drift = config.getoption("--specproof-max-drift")
+    if drift is not None:
+        settings["max_drift"] = drift
     return settings
 
 

@@ -342,3 +342,30 @@ def test_a_time_budget_counts_the_streams_seconds_not_the_interludes():
     assert run.interlude_before_first_flag and run.rows_at_first_flag is None
     assert 8.0 <= streams_seconds <= 10.0 + 1e-3 * 8192  # the budget, up to one batch past it
     assert run.rows == sum(s.rows for s in streams) >= 8_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("deviation,band", [(0.0, 0.01), (0.02, 0.005)])
+def test_the_drift_interval_covers_the_known_largest_deviation(deviation, band):
+    """1,000 adaptive runs of 3 streams whose law deviates from the exact one by ``deviation`` on its
+    worst event (mass moved from token 3 to token 0; no event moves more); with ``band`` below it the
+    streams stop at their first rejection (a data-dependent time).  The joint 99% interval misses the
+    true largest deviation in at most 1% of runs, up to a one-sided binomial bound at level 1e-3."""
+    runs = 1000
+    rng = np.random.default_rng(20261205 + int(1000 * deviation))
+    misses = 0
+    for _ in range(runs):
+        streams = [CategoricalStream(f"s{i}", LAW, _edge_law(deviation), band, rng) for i in range(3)]
+        run = run_streams(streams, alpha=1e-3, rows=4000, fail_fast=False, progress=False)
+        for report in run.reports:
+            low, high = report.drift[1], report.drift[2]
+            misses += not (low <= deviation <= high)
+    bound = binom.ppf(1 - 1e-3, runs, 0.01)
+    assert misses <= bound, f"{misses} misses in {runs} runs (bound {bound:.0f})"
+
+
+def test_the_drift_figure_brackets_a_clear_deviation():
+    rng = np.random.default_rng(5)
+    streams = [CategoricalStream("s", LAW, _edge_law(0.05), 0.1, rng)]
+    estimate, low, high = run_streams(streams, alpha=1e-3, rows=20_000, progress=False).reports[0].drift
+    assert 0 < low <= 0.05 <= high < 0.1 and abs(estimate - 0.05) < 0.02

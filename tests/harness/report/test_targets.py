@@ -93,7 +93,8 @@ def _check_file(verdict: str = "pass", *, seed: int = 0, samples: int = 0, drift
               "time_budget": None, "injection_summary": "RNG edge injection: not-flagged", "scenarios": [],
               "diagnosis": None}
     if drift is not None:
-        result["drift"] = {"estimate": drift[0], "lower": drift[1], "upper": drift[2], "level": 0.99}
+        result["drift"] = {"estimate": drift[0], "low": drift[1], "high": drift[2], "scenario": "one-hot target",
+                           "confidence": 0.99}
     return {"schema": 1, "kind": "check", "provenance": {"git": {}, "versions": {}, "device": "cpu"},
             "target": target, "adapter": None, "contract": "batched", "result": result}
 

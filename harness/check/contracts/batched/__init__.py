@@ -14,6 +14,8 @@ edge injection runs on the small default scenarios with a draftable token of tar
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from functools import cached_property
 from typing import Any, Sequence
 
@@ -26,7 +28,7 @@ from specproof.harness.check.calls import call_verifier, validate_output
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN, first_true
 from specproof.harness.check.contracts.batched.families import EventFamily, build_families
 from specproof.harness.check.contracts.batched.scenarios import Realisation, Scenario, default_suite as scenario_suite
-from specproof.harness.exact.tolerances import check_tolerance
+from specproof.harness.exact.tolerances import Precision, check_tolerance
 
 __all__ = ["BatchedScenario", "default_suite", "prepare", "injection_scenarios", "zero_target_scenarios",
            "ZERO_TOKEN", "MISMATCH", "INJECTION_ROWS"]
@@ -72,6 +74,14 @@ class BatchedScenario:
     @cached_property
     def families(self) -> list[EventFamily]:
         return build_families(self.real, self.rule)
+
+    def band_for(self, precision: Precision) -> float | None:
+        """The null band for an observed precision (:func:`check_tolerance`) with these rows' ``t_in``; None
+        under a ``rule`` (``t_in`` is computed for the canonical step)."""
+        if self.rule is not None:
+            return None
+        return float(check_tolerance(self.real.dtype, self.vocab, self.k,
+                                     replace(precision, inputs_tv=self.real.rounded.unnormalised_tv)))
 
     @cached_property
     def has_target_zeros(self) -> bool:

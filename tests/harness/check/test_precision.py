@@ -1,0 +1,188 @@
+"""The observed-precision band (harness/check/precision.py, exact/tolerances.py), the user's band, scope
+per scenario, and the drift figure's confidence sequence (stats/eprocess.confidence_radius)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+import specproof
+from specproof.errors import SpecproofInputError
+from specproof.harness.check.contracts.batched import BatchedScenario, scenario_suite
+from specproof.harness.check.options import CheckOptions
+from specproof.harness.check.precision import PrecisionProbe, observe
+from specproof.harness.check.seeding import generator
+from specproof.harness.check.stats.eprocess import confidence_radius
+from specproof.harness.exact.dtypes import DTYPE_NAMES, dtype_info
+from specproof.harness.exact.tolerances import (BAND_DERIVED, BAND_USER, BAND_WORST, Precision, check_tolerance,
+                                                step_tolerance, unnormalised_step_tv)
+from specproof.impls.verifiers.canonical import canonical_ratio_race
+from specproof.impls.verifiers.upcast import upcast_product_invcdf, upcast_ratio_race
+
+
+def _prepared(dtype: str, index: int = 0) -> BatchedScenario:
+    return BatchedScenario(scenario_suite()[index].realise(dtype), None)
+
+
+def _seen(verifier, dtype: str):
+    prep = _prepared(dtype)
+    batch = prep.sample(8, generator(1))
+    seen, _ = observe(lambda: verifier(*prep.arguments(batch, generator(2))))
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_probe_sees_the_dtypes_a_verifier_draws_and_rounds_in(dtype):
+    upcast = _seen(upcast_ratio_race, dtype)
+    assert upcast.observable and upcast.draws == {"float32"} and upcast.roundings == {"float32"}
+    native = _seen(canonical_ratio_race, dtype)
+    assert native.observable and native.draws == {dtype} and dtype in native.roundings
+    assert _seen(upcast_product_invcdf, dtype).roundings == {"float32"}
+
+
+def test_unobservable_arithmetic_falls_back_with_a_reason():
+    def hidden(draft_probs, target_probs, draft_token_ids, generator):  # no draw the probe can see
+        return canonical_ratio_race(draft_probs.float(), target_probs.float(), draft_token_ids, generator)[:, :0]
+
+    seen = _seen(lambda d, t, ids, g: torch.zeros((ids.shape[0], ids.shape[1] + 1), dtype=torch.int64), "float16")
+    assert not seen.observable and "no uniform" in seen.reason()
+
+    def gaussian(d, t, ids, g):
+        torch.randn(3, generator=g)
+        return upcast_ratio_race(d, t, ids, g)
+
+    seen = _seen(gaussian, "float16")
+    assert not seen.observable and "randn" in seen.reason()
+
+
+def test_derived_band_equals_the_worst_case_when_everything_runs_in_the_dtype():
+    for dtype in DTYPE_NAMES:
+        same = Precision(dtype, dtype, Fraction(0))
+        for vocab in (2, 1000):
+            assert step_tolerance(dtype, vocab, precision=same) == step_tolerance(dtype, vocab)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sampled_from(DTYPE_NAMES), st.sampled_from(DTYPE_NAMES), st.sampled_from(DTYPE_NAMES),
+       st.integers(2, 5000), st.fractions(0, Fraction(1, 100)))  # sigma: the inputs' t_in
+def test_derived_band_never_exceeds_the_worst_case_and_grows_with_each_precision(inputs, draws, arith, vocab, sigma):
+    band = step_tolerance(inputs, vocab, precision=Precision(draws, arith, sigma))
+    info = {n: (dtype_info(n).uniform_step, dtype_info(n).unit_roundoff) for n in (inputs, draws, arith)}
+    if info[draws][0] <= info[inputs][0] and info[arith][1] <= info[inputs][1]:
+        assert band <= step_tolerance(inputs, vocab)  # no role coarser than the inputs
+    else:
+        assert band >= max((vocab + 2) * info[arith][1], info[draws][0] * (1 + Fraction(vocab, 2)))  # derived alone
+    coarser = Precision("bfloat16", "bfloat16", sigma + Fraction(1, 1000))
+    assert step_tolerance(inputs, vocab, precision=coarser) >= band
+
+
+def test_half_inputs_with_float32_arithmetic_get_a_band_no_wider_and_the_large_vocabulary_in_scope():
+    for dtype in ("float16", "bfloat16"):
+        for index, scenario in enumerate(scenario_suite()):
+            prep = _prepared(dtype, index)
+            band = prep.band_for(Precision("float32", "float32", Fraction(0)))
+            assert band <= float(check_tolerance(dtype, prep.vocab, prep.k)), (dtype, scenario.name)
+            if prep.vocab == 1000:  # the worst case is vacuous (1) there
+                assert band < 0.01, (dtype, band)
+
+
+def test_unnormalised_step_tv_is_the_exact_law_of_the_step_on_rows_as_given():
+    F = Fraction
+    # p~ = (0.6, 0.3), q~ = (0.5, 0.5): accepted (0.5, 0.3), rejected 0.2 to the residual (0.1, 0): law (0.7, 0.3)
+    assert unnormalised_step_tv([F(6, 10), F(3, 10)], [F(1, 2), F(1, 2)]) == F(7, 10) - F(2, 3)
+    # p~ <= q~ everywhere: the empty residual falls back to p~, which renormalises exactly
+    assert unnormalised_step_tv([F(1, 2), F(1, 4)], [F(1, 2), F(1, 2)]) == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=2, max_size=6), st.lists(st.integers(1, 50), min_size=2, max_size=6))
+def test_unnormalised_step_tv_is_zero_on_normalised_rows(p, q):
+    n = min(len(p), len(q))
+    p, q = p[:n], q[:n]
+    if sum(p) == 0:
+        p[0] = 1
+    assert unnormalised_step_tv([Fraction(x, sum(p)) for x in p], [Fraction(x, sum(q)) for x in q]) == 0
+
+
+def test_max_drift_is_validated_and_named():
+    with pytest.raises(SpecproofInputError, match="max_drift"):
+        CheckOptions.build("batched", max_drift=1.5)
+    with pytest.raises(SpecproofInputError, match="max_drift"):
+        CheckOptions.build("batched", max_drift=float("nan"))
+
+
+def _small(**options):
+    return specproof.check(upcast_ratio_race, scenarios=scenario_suite()[:2], inject=False, seed=3, **options)
+
+
+def test_bands_are_printed_and_in_the_json():
+    derived = _small(dtype="float16", samples=2000)
+    assert derived.band["basis"] == BAND_DERIVED and "draws in float32" in derived.band["detail"]
+    assert f"Band: {BAND_DERIVED}" in derived.summary() and "assumes" in derived.summary()
+    user = _small(dtype="float16", samples=2000, max_drift=0.001)
+    assert user.band["basis"] == BAND_USER and all(s.tolerance == 0.001 for s in user.scenarios)
+    assert "stated by the user" in user.summary().splitlines()[1]
+    worst = specproof.check(canonical_ratio_race, scenarios=scenario_suite()[:1], inject=False, samples=2000,
+                            dtype="float16")
+    assert worst.band["basis"] in (BAND_DERIVED, BAND_WORST)
+
+
+def test_a_vacuous_band_puts_the_scenario_out_of_scope_not_the_check():
+    result = _small(dtype="float16", max_drift=0.05, max_detectable_tv=0.2, samples=2000)
+    assert result.verdict.value == "pass" and not result.out_of_scope()
+    vacuous = _small(dtype="float16", max_drift=0.3, max_detectable_tv=0.2, samples=2000)
+    statistical = [s.name for s in vacuous.scenarios if not s.certainty_probe]
+    assert vacuous.verdict.value == "underpowered" and [s.name for s in vacuous.out_of_scope()] == statistical
+    text = vacuous.summary()
+    assert "out of scope" in text and "raise --samples" not in text and "--max-drift" in text
+    assert vacuous.as_json()["out_of_scope"] == statistical
+
+
+def test_the_drift_figure_is_reported_per_scenario_and_overall():
+    result = _small(dtype="float16", samples=4000)
+    figure, _ = result.drift()
+    assert 0 <= figure[1] <= figure[0] <= figure[2] <= 1
+    assert all((s.drift is not None) != s.certainty_probe for s in result.scenarios)
+    assert result.as_json()["drift"]["high"] == figure[2]
+    assert "Drift (largest deviation on a tested event, TV)" in result.summary()
+
+
+def test_confidence_radius_shrinks_and_is_anytime_valid_on_a_worst_case_coin():
+    radius = confidence_radius(np.array([10, 100, 10_000]), 1e-3)
+    assert radius[0] > radius[1] > radius[2] > 0
+    # a fair coin (largest variance), 2,000 paths of 4,000 rows each read at every row: the sequence
+    # leaves the radius on at most alpha of the paths (binomial: P(X >= 12 | n=2000, p=0.002) < 1e-2)
+    rng = np.random.default_rng(0)
+    alpha, paths, rows = 0.002, 2000, 4000
+    n = np.arange(1, rows + 1)
+    r = confidence_radius(n, alpha)
+    misses = 0
+    for _ in range(paths // 500):
+        y = rng.random((500, rows)) < 0.5
+        means = np.cumsum(y, axis=1) / n
+        misses += int((np.abs(means - 0.5) >= r).any(axis=1).sum())
+    assert misses < 12, misses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_no_false_alarm_over_100_seeds_with_the_derived_band(dtype):
+    """The runtime-style half-precision verifier (float32 uniforms and arithmetic) is lossless within its
+    derived band: 100 seeds of the whole default suite (500 rows per scenario, alpha 1e-6) flag nothing."""
+    for seed in range(100):
+        result = specproof.check(upcast_ratio_race, dtype=dtype, seed=seed, samples=500, inject=False)
+        assert result.band["basis"] == BAND_DERIVED
+        assert not result.findings, (seed, result.summary())
+
+
+@pytest.mark.slow
+def test_a_compiled_verifier_falls_back_to_the_worst_case_and_says_so():
+    from specproof.impls.verifiers.compiled import canonical_ratio_invcdf_compiled
+
+    seen = _seen(canonical_ratio_invcdf_compiled, "float16")
+    assert not seen.observable and "torch.compile" in seen.reason()
