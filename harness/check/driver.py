@@ -271,7 +271,9 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     ends_at = None if options.time_budget is None else start + options.time_budget
     caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
     prepared = [impl.prepare(s, options, device) for s in suite]
-    band = choose_band(prepared, Caller(target, device, options.timeout, options.hard_timeout), options)
+    # the precision probe's calls come first, under the same deadline, and count as verifier rows and time
+    probe_caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
+    band = choose_band(prepared, probe_caller, options)
     streams = [Stream(number, p, caller, options.seed, options.batch_size)
                for number, p in zip(stream_numbers(prepared), prepared)]
     inject_here = options.inject and device.type in ("cpu", "cuda")  # generators with an edge model
@@ -349,11 +351,12 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                                     bool(subjects), injection is not None, run.stop_reason)
     total = time.perf_counter() - start
     first = run.rows_at_first_flag
-    called = None if first is None else first + (interlude_rows if run.interlude_before_first_flag else 0)
+    called = None if first is None else first + probe_caller.rows + (
+        interlude_rows if run.interlude_before_first_flag else 0)
     verdict = verdict_for(run.reports, extra, tv)
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE
-    spent = caller.seconds + injection_caller.seconds
+    spent = caller.seconds + injection_caller.seconds + probe_caller.seconds
     late = _budget_overrun(time_budget, total, caller, injection_caller, len(streams))
     rule = getattr(options.rule, "name", options.rule)
     covered = getattr(impl, "coverage", None)  # acceptance sites (.contracts.coverage), where a contract names them

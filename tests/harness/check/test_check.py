@@ -13,6 +13,7 @@ from specproof.harness import (ContractViolation, Scenario, VerifierError, asser
 from specproof.harness.check.contracts.batched import INJECTION_ROWS, zero_target_scenarios
 from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, injection_passes
 from specproof.harness.check.result import Verdict
+from specproof.harness.check.precision import PROBE_ROWS
 from specproof.harness.check.stats.statistics import bernoulli_kl, rejection_threshold
 from specproof.impls import get, implementations
 from specproof.errors import SpecproofInputError
@@ -327,7 +328,8 @@ def test_fail_fast_runs_the_reproducibility_pair_after_the_streams_first_rows():
     assert "reproducibility check flagged the verifier first" in result.injection_summary
     cost = 2 * REPRODUCIBILITY_ROWS + INJECTION_ROWS * INJECTION_PASSES
     assert result.rows_at_first_flag == result.rows >= cost
-    assert result.verifier_rows_at_first_flag == result.rows + 2 * REPRODUCIBILITY_ROWS
+    probed = PROBE_ROWS * len(result.scenarios)  # the precision probe's one call per scenario comes first
+    assert result.verifier_rows_at_first_flag == result.rows + 2 * REPRODUCIBILITY_ROWS + probed
 
 
 def test_verdict_vocabulary_and_underpowered_bfloat16():
@@ -431,7 +433,8 @@ def test_fail_fast_runs_the_statistics_before_the_injection():
     assert seen.verdict == Verdict.FAIL and seen.injection is None
     assert "injection and reproducibility check not run: the statistics flagged the verifier first" in seen.injection_summary
     assert 0 < seen.rows_at_first_flag == seen.rows < INJECTION_ROWS * INJECTION_PASSES
-    assert seen.verifier_rows_at_first_flag == seen.rows and not seen.reproducibility  # nothing else was called
+    probed = PROBE_ROWS * len(seen.scenarios)  # the precision probe's one call per scenario
+    assert seen.verifier_rows_at_first_flag == seen.rows + probed and not seen.reproducibility  # nothing else
     assert "reproducibility check not run" in seen.as_json()["injection_summary"]  # what --json readers see
     rare = check(get("le-ratio-invcdf").fn, fail_fast=True, progress=False)
     assert rare.verdict == Verdict.FAIL and rare.injection_findings and math.isinf(rare.findings[0].statistic)
