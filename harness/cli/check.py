@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
 
         locate_object(args.target, "TARGET")
     with options.sigterm_as_interrupt() if args.engine == "ray" or not args.in_process else contextlib.nullcontext():
-        if args.in_process:
+        if args.in_process or args.engine == "ray":  # under Ray, TARGET runs in Ray's worker processes
             result, name = _checked(args, check_options, hard_timeout=True)
         else:  # TARGET is imported and run in a supervised child: only its answer reaches this process
             from specproof.harness.check.supervise import supervised

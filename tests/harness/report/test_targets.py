@@ -78,7 +78,7 @@ def test_a_target_report_has_one_row_per_dtype_and_renders_the_answer_first(tmp_
     assert "## Proofs" not in markdown and "zoo" not in markdown.lower()  # no catalogue unless asked
     assert 'id="your-verifiers"' in html and "<details>" in html  # long findings folded
     shown = next(b for b in blocks if isinstance(b, Table))
-    assert "drift (interval)" not in shown.header and "device" not in shown.header  # empty, constant: dropped
+    assert "drift (interval)" in shown.header and "device" not in shown.header  # measured drift; constant: dropped
     assert shown.colours == ["unexpected", "unexpected"]
     assert "2 of 2 checks of your code FAIL" in terminal_summary(document)
 
