@@ -44,6 +44,8 @@ def start_ray(address: str | None, workers: int, python_path: bool = False) -> t
     they import what the driver imports) or join the cluster at ``address``; ``started`` says whether the
     caller must ``ray.shutdown()`` it.  A Ray that cannot start or be joined is a usage error (exit 2)."""
     ray = require_ray()
+    if address is not None:
+        _answers(address)  # a dead --address is refused even when this process already runs a Ray
     if ray.is_initialized():
         return ray, False
     try:
@@ -52,7 +54,6 @@ def start_ray(address: str | None, workers: int, python_path: bool = False) -> t
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
                      **({"runtime_env": env} if python_path else {}))
         else:
-            _answers(address)
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except SpecproofInputError:
         raise
