@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from specproof.verdicts import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
@@ -111,6 +111,13 @@ class ScenarioReport:
         out = dict(self.__dict__)
         out["findings"] = [f.as_json() for f in self.findings]
         return out
+
+
+def vocab_text(sizes: Sequence[int]) -> str:
+    """``V = 2..1000, 151936``: the vocabulary sizes judged, those up to 1,000 as one range."""
+    small = [v for v in sizes if v <= 1000]
+    words = ([f"{small[0]}..{small[-1]}" if len(small) > 1 else str(small[0])] if small else [])
+    return "V = " + ", ".join(words + [str(v) for v in sizes if v > 1000])
 
 
 def interlude_note(note: str | None, ran: bool, injected: bool, injection_ran: bool, stop_reason: str) -> str | None:
@@ -288,7 +295,13 @@ class CheckResult:
             "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
             "injection_summary": self.injection_summary,  # also says when the injection or reproducibility did not run
             "scenarios": [s.as_json() for s in self.scenarios],
+            "vocab_sizes": self.vocab_sizes,
         }
+
+    @property
+    def vocab_sizes(self) -> list[int]:
+        """The vocabulary sizes judged (every scenario's ``V``), ascending."""
+        return sorted({s.vocab for s in self.scenarios})
 
     def summary(self) -> str:
         rejected = sum(s.rejected_events for s in self.scenarios)
@@ -303,7 +316,8 @@ class CheckResult:
             Verdict.INCONCLUSIVE: f"INCONCLUSIVE: nothing concluded: {self.inconclusive}; rerun (the rows of a "
                                   "failed shard cannot be dropped without biasing the rest)",
         }[self.verdict]
-        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios)"]
+        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios, "
+                 f"{vocab_text(self.vocab_sizes)})"]
         diagnosis = self.diagnosis_line()
         if diagnosis:
             lines.append(diagnosis)

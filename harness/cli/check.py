@@ -137,6 +137,9 @@ def add_parser(subparsers: Any) -> None:
     batched = parser.add_argument_group("batched contract")
     batched.add_argument("--rule", choices=[r.name for r in step_rules()],
                          help="also require the emission law of this rule (default: lossless only)")
+    batched.add_argument("--vocab", nargs="+", metavar="V",
+                         help="vocabulary sizes of the tiled scenarios, one per size (default: none; e.g. 151936; "
+                              "at most 2^24): judge your runtime's V")
     tree = parser.add_argument_group("tree contract")
     tree.add_argument("--siblings", metavar="MODES",
                       help=f"sibling modes to judge, comma-separated from {', '.join(SIBLING_MODES)} "
@@ -176,7 +179,7 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
     chosen = dict(dtype=args.dtype, device=args.device, seed=args.seed, alpha=args.alpha, samples=args.samples,
                   time_budget=args.time_budget, max_detectable_tv=args.max_detectable_tv, timeout=args.timeout,
                   fail_fast=args.fail_fast, inject=not args.no_inject, progress=not args.quiet, hard_timeout=True,
-                  level="thorough" if args.thorough else "default", rule=args.rule, siblings=args.siblings,
+                  level="thorough" if args.thorough else "default", rule=args.rule, vocab=args.vocab, siblings=args.siblings,
                   models=args.models, new_tokens=args.new_tokens)
     try:
         chosen["sampling"] = _sampling(args)
