@@ -74,6 +74,7 @@ class CheckOptions:
     scenarios: tuple[Any, ...] | None = None
     # contract-specific (contracts.CONTRACT_OPTIONS)
     rule: Any = None  # batched: also require the emission law of this single-step rule
+    vocab: tuple[int, ...] | None = None  # batched: sizes of the tiled scenarios (None: contracts.batched.tiled's default)
     siblings: tuple[str, ...] | None = None  # tree: sibling modes judged
     models: str | None = None  # generate: "table" or "transformers"
     sampling: Any = None  # generate: one Sampling for every model pair instead of the suite's own
@@ -156,6 +157,10 @@ class CheckOptions:
         if self.models is not None and self.models not in GENERATE_MODELS:
             raise SpecproofInputError("models", f"{self.models!r} is not a model kind",
                                       f"use one of {', '.join(GENERATE_MODELS)}")
+        if self.vocab is not None:
+            from specproof.harness.check.vocab import vocab_sizes
+
+            object.__setattr__(self, "vocab", vocab_sizes(self.vocab))
         if self.new_tokens is not None:
             _whole("new_tokens", self.new_tokens, 1, MAX_NEW_TOKENS, "5")
 

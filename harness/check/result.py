@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from specproof.verdicts import CheckVerdict as Verdict  # the one verdict vocabulary
 from specproof.harness.files.json_numbers import number_word
@@ -116,6 +116,13 @@ class ScenarioReport:
         out = dict(self.__dict__)
         out["findings"] = [f.as_json() for f in self.findings]
         return out
+
+
+def vocab_text(sizes: Sequence[int]) -> str:
+    """``V = 2..1000, 151936``: the vocabulary sizes judged, those up to 1,000 as one range."""
+    small = [v for v in sizes if v <= 1000]
+    words = ([f"{small[0]}..{small[-1]}" if len(small) > 1 else str(small[0])] if small else [])
+    return "V = " + ", ".join(words + [str(v) for v in sizes if v > 1000])
 
 
 def interlude_note(note: str | None, ran: bool, injected: bool, injection_ran: bool, stop_reason: str) -> str | None:
@@ -339,7 +346,13 @@ class CheckResult:
             "band": self.band, "out_of_scope": [s.name for s in self.out_of_scope()],
             "drift": None if self.drift() is None else dict(zip(("estimate", "low", "high"), self.drift()[0]))
             | {"scenario": self.drift()[1], "confidence": 1 - DRIFT_LEVEL},
+            "vocab_sizes": self.vocab_sizes,
         }
+
+    @property
+    def vocab_sizes(self) -> list[int]:
+        """The vocabulary sizes judged (every scenario's ``V``), ascending."""
+        return sorted({s.vocab for s in self.scenarios})
 
     def summary(self) -> str:
         rejected = sum(s.rejected_events for s in self.scenarios)
@@ -359,7 +372,8 @@ class CheckResult:
             head = (f"PASS (accepting rare draws up to {self.accept_rate:.3g} per round: "
                     f"{len(self.accepted_residues)} residues)") + head.removeprefix("PASS")
         scope = "" if self.coverage is None else f"; {self.coverage.scope}"
-        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios{scope})"]
+        lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios, "
+                 f"{vocab_text(self.vocab_sizes)}{scope})"]
         diagnosis = self.diagnosis_line()
         if diagnosis:
             lines.append(diagnosis)

@@ -150,6 +150,9 @@ def add_parser(subparsers: Any) -> None:
     batched = parser.add_argument_group("batched contract")
     batched.add_argument("--rule", choices=[r.name for r in step_rules()],
                          help="also require the emission law of this rule (default: lossless only)")
+    batched.add_argument("--vocab", nargs="+", metavar="V",
+                         help="vocabulary sizes of the tiled scenarios, one per size (default: none; e.g. 151936; "
+                              "at most 2^24): judge your runtime's V")
     tree = parser.add_argument_group("tree contract")
     tree.add_argument("--siblings", metavar="MODES",
                       help=f"sibling modes to judge, comma-separated from {', '.join(SIBLING_MODES)} "
@@ -194,7 +197,7 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
                   max_drift=args.max_drift,
                   fail_fast=args.fail_fast, inject=not args.no_inject, accept_rate=args.accept_rate,
                   progress=not args.quiet, hard_timeout=True,
-                  level="thorough" if args.thorough else "default", rule=args.rule, siblings=args.siblings,
+                  level="thorough" if args.thorough else "default", rule=args.rule, vocab=args.vocab, siblings=args.siblings,
                   models=args.models, new_tokens=args.new_tokens)
     try:
         chosen["sampling"] = _sampling(args)

@@ -58,7 +58,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in (
     Contract("batched", "verify(draft_probs [B,K,V], target_probs [B,K+1,V], draft_token_ids [B,K], generator) "
              "-> emitted [B,K+1] int64 padded with -1", 4,
              "a batched verifier: K drafts per row, verified left to right, a correction or bonus token",
-             "specproof.harness.check.contracts.batched", {"rule": "--rule"}),
+             "specproof.harness.check.contracts.batched", {"rule": "--rule", "vocab": "--vocab"}),
     Contract("tree", "verify(parents [N] int64, draft_probs [B,N,V], target_probs [B,N+1,V], node_tokens [B,N] "
              "int64, generator) -> emitted [B,D+1] int64 padded with -1", 5,
              "a tree / multi-draft verifier: a token tree per row, siblings tried in index order",

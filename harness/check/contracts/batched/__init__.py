@@ -43,12 +43,13 @@ def _rule(options: Any) -> StepRule | None:
 
 
 def default_suite(options: Any) -> list[Scenario]:
-    """The 14 default scenarios; for the ``greedy`` rule their temperature-0 variants (greedy is
-    lossless for temperature-0 targets only)."""
+    """The 14 default scenarios and one tiled scenario per ``options.vocab`` size (:mod:`.tiled`); for the
+    ``greedy`` rule their temperature-0 variants (greedy is lossless for temperature-0 targets only)."""
     rule = _rule(options)
+    suite = scenario_suite(vocab=getattr(options, "vocab", None))
     if rule is not None and rule.name == "greedy":
-        return [s.greedy() for s in scenario_suite()]
-    return scenario_suite()
+        return [s.greedy() for s in suite]
+    return suite
 
 
 class BatchedScenario:
@@ -140,7 +141,7 @@ def prepare(scenario: Scenario, options: Any, device: torch.device) -> BatchedSc
 
 def zero_target_scenarios(dtype: str = "float32") -> list[Scenario]:
     """Default-suite scenarios (small vocabularies) with a draftable token of target probability 0."""
-    return [s for s in scenario_suite(large_vocab=0)
+    return [s for s in scenario_suite(large_vocab=0, vocab=())
             if BatchedScenario(s.realise(dtype), None).has_target_zeros]
 
 

@@ -28,6 +28,9 @@ reference law is the event's exact probability.  Observed means are ``counts @ M
   ``f``, the product over a row's emitted tokens of fair bets on "this token's class is in ``U``",
   Rao-Blackwellised and scaled into ``[0, 1]``: its mean is exact for every lossless rule, and a tilt
   of every token's law (a temperature on one side) compounds over the row.  Upper side only.
+* ``position`` (:mod:`..events.positions`) - when ``V`` exceeds 1,024: the first token's index in
+  tiles of every power-of-two block 2^10..2^16, above 2^15 / 2^16 / 2^17, and in residues mod a
+  block: a tiled kernel's bug moves mass between positions, which events by value cannot see.
 * ``bug-class`` - for small vocabularies, the excess set ``{s : P_bad(s) > P(s)}`` of each known
   incorrect rule in the catalogue (the most powerful single event against that alternative).
 * ``conforms`` - when a rule is named: every cell of the rule's exact emission law and the law of the
@@ -48,10 +51,12 @@ from specproof.proofs.laws.step_rules import StepRule, get_step_rule, step_rules
 from specproof.proofs.laws.sequences import continued_law, law_tv, round_law, target_law
 
 from specproof.harness.exact.reference import takes_logs
+from specproof.harness.exact.rounded import exact_sum
 from specproof.harness.exact.tolerances import draft_sampling_tolerance
 from specproof.harness.check.contracts.batched.bet_products import every_token_family
 from specproof.harness.check.events.family import (FLOOR_FAMILY, EventFamily, as_numpy, decode_sequences,
                                                    first_difference, sequence_keys)
+from specproof.harness.check.events.positions import position_family
 from specproof.harness.check.contracts.batched.scenarios import Realisation
 
 __all__ = ["build_families"]
@@ -142,7 +147,7 @@ def _first_buckets(real: Realisation) -> tuple[np.ndarray, list[str]]:
     vocab = real.vocab
     if vocab <= MAX_BUCKETS:
         return np.arange(vocab), [f"token {v}" for v in range(vocab)]
-    p0f = np.array([float(x) for x in real.rounded.exact_row("target", (0, 0))])
+    p0f = np.array([float(x) if x else 0.0 for x in real.rounded.exact_row("target", (0, 0))])
     q0 = real.rounded.row("draft", ()).double().numpy()
     order = np.argsort(p0f - q0, kind="stable")
     cumulative = np.cumsum(p0f[order])
@@ -156,7 +161,7 @@ def _first_token_family(real: Realisation) -> EventFamily:
     p0 = real.rounded.exact_row("target", (0, 0))
     bucket_of, labels = _first_buckets(real)
     n_buckets = len(labels)
-    mass = [sum((p0[v] for v in np.flatnonzero(bucket_of == b)), Fraction(0)) for b in range(n_buckets)]
+    mass = [exact_sum(p0[v] for v in np.flatnonzero(bucket_of == b)) for b in range(n_buckets)]
     # one union of each complementary pair (both sides are tested, and a complement's sides are its own)
     subsets = [sub for size in range(1, n_buckets) for sub in itertools.combinations(range(n_buckets), size)
                if 0 in sub]
@@ -199,7 +204,8 @@ def _correction_floor_family(real: Realisation) -> EventFamily | None:
     q0 = real.rounded.exact_row("draft", (0, 0))
     bucket_of, labels = _first_buckets(real)
     n_buckets = len(labels)
-    excess = [sum((max(Fraction(0), p0[v] - q0[v]) for v in np.flatnonzero(bucket_of == b)), Fraction(0))
+    positive = np.array([bool(x) for x in p0])  # max(0, p - q) is 0 off the target's support
+    excess = [exact_sum(max(Fraction(0), p0[v] - q0[v]) for v in np.flatnonzero((bucket_of == b) & positive))
               for b in range(n_buckets)]
     subsets = [sub for size in range(1, n_buckets + 1) for sub in itertools.combinations(range(n_buckets), size)
                if all(excess[b] > 0 for b in sub)]  # a bucket without residual mass only adds noise
@@ -345,7 +351,8 @@ def build_families(real: Realisation, rule: str | StepRule | None = None) -> lis
     floor = _correction_floor_family(real)
     if floor is not None:
         families.append(floor)
-    for extra in (_later_token_family(real, lossless), every_token_family(real, lossless)):
+    positions = position_family(real.rounded.exact_row("target", (0, 0)))
+    for extra in (_later_token_family(real, lossless), every_token_family(real, lossless), positions):
         if extra is not None:
             families.append(extra)
     if real.enumerable:

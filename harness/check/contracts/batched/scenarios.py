@@ -14,7 +14,8 @@ per row (the verifier never sees anything else), so rounding of the *inputs* is 
 The default suite mixes context-free pairs (what runtimes test), prefix-dependent pairs, edge cases
 (position-disjoint supports, ``p == q``, disjoint supports, one-hot, exact zeros) and adversarial
 pairs (the proofs' counterexamples: resampling from ``p``, top-k acceptance, the block-verification
-check vector), plus one large-vocabulary pair (V = 1,000, K = 4).  :func:`scenario_strategy` exposes random
+check vector), plus one large-vocabulary pair (V = 1,000, K = 4) and one tiled scenario per
+vocabulary size asked for (:mod:`.tiled`, ``--vocab``; none by default).  :func:`scenario_strategy` exposes random
 scenarios as a hypothesis strategy.
 """
 
@@ -34,7 +35,7 @@ from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 
 from specproof.harness.exact.dtypes import TORCH_DTYPES
-from specproof.harness.exact.rounded import RoundedPair
+from specproof.harness.exact.rounded import RoundedPair, exact_sum
 
 __all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "CERTAINTY_PROBE"]
 
@@ -200,7 +201,7 @@ class Realisation:
     def target_class_transitions(self) -> list[list[list[Fraction]]]:
         """``T[i][c][c']``: exact probability that token ``i+1`` has class ``c'`` given the last
         prefix class ``c`` (rounded rows renormalised exactly)."""
-        return [[[sum(self.exact_row("target", i, c)[cls::self.classes], Fraction(0)) for cls in range(self.classes)]
+        return [[[exact_sum(self.exact_row("target", i, c)[cls::self.classes]) for cls in range(self.classes)]
                  for c in range(self.classes if i > 0 else 1)] for i in range(self.k + 1)]
 
     def exact_row(self, table: str, position: int, cls: int) -> tuple[Fraction, ...]:
@@ -319,11 +320,13 @@ def _block_vector() -> tuple[list[Fraction], list[Fraction]]:
 
 
 @functools.lru_cache(maxsize=8)
-def _default_suite(large_vocab: int) -> tuple[Scenario, ...]:
-    return tuple(_build_default_suite(large_vocab))
+def _default_suite(large_vocab: int, vocab: tuple[int, ...]) -> tuple[Scenario, ...]:
+    from specproof.harness.check.contracts.batched.tiled import tiled_scenario
+
+    return tuple(_build_default_suite(large_vocab)) + tuple(tiled_scenario(v) for v in vocab)
 
 
-def default_suite(*, large_vocab: int = 1000) -> list[Scenario]:
+def default_suite(*, large_vocab: int = 1000, vocab: Sequence[int] | None = None) -> list[Scenario]:
     """The scenarios the batched contract runs by default (fixed seeds: results are reproducible).
 
     The position-disjoint certainty probe comes first: the screening pass reads the suite in order,
@@ -332,8 +335,13 @@ def default_suite(*, large_vocab: int = 1000) -> list[Scenario]:
     elsewhere pays its first 4 rows and few more: screening deepens a stream only when it is not far
     ahead in rows over quota.
 
-    The same Scenario objects are returned on every call, so their exact laws are computed once."""
-    return list(_default_suite(large_vocab))
+    ``vocab``: the sizes of the tiled scenarios (:mod:`.tiled`; ``None``: its ``DEFAULT_VOCABS``, ``()``:
+    none).  The same Scenario objects are returned on every call, so their exact laws are computed once."""
+    from specproof.harness.check.vocab import DEFAULT_VOCABS, vocab_sizes
+
+    empty = isinstance(vocab, (tuple, list)) and not vocab
+    sizes = DEFAULT_VOCABS if vocab is None else () if empty else vocab_sizes(vocab)
+    return list(_default_suite(large_vocab, tuple(sizes)))
 
 
 def _build_default_suite(large_vocab: int) -> list[Scenario]:
