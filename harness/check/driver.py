@@ -53,6 +53,8 @@ from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import Caller, Deadline, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario
+from specproof.harness.check.diagnosis import FailingCall
+from specproof.harness.check.replay import rerun_line, target_name
 from specproof.harness.check.stats.engine import EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.injection import InjectionResult, run_injection
 from specproof.harness.check.options import MIN_ROWS, CheckOptions
@@ -63,11 +65,12 @@ from specproof.harness.check.stats.statistics import rows_to_see_rate
 from specproof.harness.exact.rng_edges import EDGE_LABELS
 
 __all__ = ["check", "run_check", "Stream", "stream_numbers", "rows_per_scenario", "smallest_budget",
-           "REPRODUCIBILITY_ROWS", "INJECTION_SECONDS", "INJECTION_MIN_ROWS", "PROBE_STREAMS", "injection_passes"]
+           "REPRODUCIBILITY_ROWS", "SETTLE_FACTOR", "INJECTION_SECONDS", "INJECTION_MIN_ROWS", "PROBE_STREAMS", "injection_passes"]
 
 REPRODUCIBILITY_ROWS = 256
 INJECTION_SECONDS = 8.0  # the interlude's share of a check, for slow targets
 INJECTION_MIN_ROWS = 64
+SETTLE_FACTOR = 3.0  # after a first statistical finding at N rows, 3N more rows settle the diagnosis, then stop
 PROBE_STREAMS = 1 << 20  # the first certainty probe's stream number
 IRREPRODUCIBLE = ("draws randomness that the generator argument does not control (e.g. the global RNG); "
                   "fix: pass generator=generator to every random call")
@@ -151,6 +154,7 @@ class Stream:
         self.input_gen = generator(stream_seed(seed, number))
         self.chunk = max(1, min(batch_size, prepared.max_call_rows))
         self.rows = 0
+        self.failing: dict[str, FailingCall] = {}  # label -> the first call that showed it (diagnosis, replay)
 
     @property
     def families(self) -> list[Any]:
@@ -165,12 +169,17 @@ class Stream:
         while done < rows:
             n = min(self.chunk, rows - done)
             batch = self.prepared.sample(n, self.input_gen)
-            emitted = self.caller(self.prepared, batch, call_seed(self.seed, self.index, self.rows))
+            seed = call_seed(self.seed, self.index, self.rows)
+            emitted = self.caller(self.prepared, batch, seed)
             for label, positions in self.prepared.impossible(batch, emitted).items():
                 hit = positions[positions > 0]
                 impossible[label] += int(hit.size)
                 if hit.size:
                     first[label] = min(first.get(label, int(hit.min())), int(hit.min()))
+                    if label not in self.failing:
+                        bad = np.flatnonzero(positions > 0)
+                        self.failing[label] = FailingCall(self.name, label, self.prepared, batch, emitted, seed, bad,
+                                                          positions[bad], self.rows)
             for fam, cnt in zip(self.families, counts):
                 cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
             done += n
@@ -279,6 +288,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     try:
         run = run_streams(drawn, alpha=options.alpha, rows=per_scenario, level=options.level,
                           max_detectable_tv=tv, fail_fast=options.fail_fast,
+                          settle=None if options.collect_all else SETTLE_FACTOR,
                           # the budget covers the whole check: the preparation is spent, the interlude's share kept
                           time_budget=None if time_budget is None else max(
                               1e-3, time_budget - (time.perf_counter() - start) - reserved),
@@ -311,4 +321,5 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        injection=None if injection is None else injection.as_json(),
                        injection_summary="\n".join(filter(None, [injection_note, pair_note])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
-                       contract=contract.name)
+                       contract=contract.name, failing_calls=[c for s in streams for c in s.failing.values()],
+                       rerun=rerun_line(target_name(target), options))

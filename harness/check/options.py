@@ -64,6 +64,7 @@ class CheckOptions:
     max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV
     timeout: float | None = DEFAULT_TIMEOUT  # seconds per call of the target
     fail_fast: bool = False
+    collect_all: bool = False  # run every quota after a finding (default: stop once the verdict is settled)
     inject: bool = True
     batch_size: int = 8192
     progress: Any = None

@@ -126,6 +126,9 @@ def add_parser(subparsers: Any) -> None:
     depth.add_argument("--samples", type=int, help="fixed rows per scenario")
     parser.add_argument("--fail-fast", action="store_true",
                         help="stop at the first finding (the run draws the same rows as without it until then)")
+    parser.add_argument("--collect-all", action="store_true",
+                        help="run every scenario's quota after a finding (default: stop once the verdict is settled: "
+                             "at a certain finding, or at twice the rows of the first statistical one)")
     parser.add_argument("--no-inject", action="store_true", help="skip the RNG edge injection")
     options.add_seed(parser)
     parser.add_argument("--alpha", type=float, default=1e-6, help="family-wise false-alarm probability")
@@ -175,7 +178,7 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
 
     chosen = dict(dtype=args.dtype, device=args.device, seed=args.seed, alpha=args.alpha, samples=args.samples,
                   time_budget=args.time_budget, max_detectable_tv=args.max_detectable_tv, timeout=args.timeout,
-                  fail_fast=args.fail_fast, inject=not args.no_inject, progress=not args.quiet, hard_timeout=True,
+                  fail_fast=args.fail_fast, collect_all=args.collect_all, inject=not args.no_inject, progress=not args.quiet, hard_timeout=True,
                   level="thorough" if args.thorough else "default", rule=args.rule, siblings=args.siblings,
                   models=args.models, new_tokens=args.new_tokens)
     try:
