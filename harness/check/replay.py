@@ -123,6 +123,7 @@ def snippet(target: str | None, data: str = DATA_NAME) -> str:
     if target is not None and ":" in target:
         module, name = target.split(":", 1)
         if module.endswith(".py"):
+            module = str(Path(module).resolve())
             load = (f"import importlib.util, sys\n_spec = importlib.util.spec_from_file_location('verifier_under_test', "
                     f"{module!r})\n_mod = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_mod)\n"
                     f"verify = _mod.{name}")

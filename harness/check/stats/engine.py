@@ -96,6 +96,7 @@ class Level:
 
 
 LEVELS = {
+    "ci": Level("ci", 0.9, 256, 20_000),  # a test suite's preset: max_detectable_tv CI_MAX_DETECTABLE_TV (options)
     "default": Level("default", 0.9, 1_024, 200_000),
     "thorough": Level("thorough", 0.25, 200_000, 4_000_000),
 }
