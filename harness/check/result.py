@@ -267,7 +267,9 @@ class CheckResult:
             "scenarios": [s.as_json() for s in self.scenarios],
         }
 
-    def summary(self) -> str:
+    def summary(self, more: str | None = "in --json") -> str:
+        """The text of the result; ``more``: where the findings past the first ten are (None: list them
+        all, one line each, as a JUnit report wants them)."""
         rejected = sum(s.rejected_events for s in self.scenarios)
         events = sum(s.events for s in self.scenarios)
         worst = max(self._statistical(), key=lambda s: s.detectable_tv)
@@ -287,10 +289,10 @@ class CheckResult:
         lines.append(f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
                      f"family-wise false-alarm probability <= {self.alpha:g}")
         findings = self.findings
-        shown = self.shown_findings()
+        shown = self.shown_findings() if more is not None else findings
         lines.extend("  " + finding.line() for finding in shown)
         if len(findings) > len(shown):
-            lines.append(f"  ... {len(findings) - len(shown)} more in --json")
+            lines.append(f"  ... {len(findings) - len(shown)} more {more}")
         lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
                      f"(worst scenario: {worst.name}; stated bound {self.max_detectable_tv:g})")
         for probe in (s for s in self.scenarios if s.certainty_probe and s is not worst):

@@ -12,6 +12,8 @@ from specproof.harness.check.driver import check
 from specproof.harness.cli.parser import main
 from specproof.impls import get
 
+pytest_plugins = ["pytester"]
+
 
 def _rerun(out):
     line = next(l for l in out.splitlines() if l.startswith("Rerun (reproduces the first finding bit for bit): "))
@@ -76,3 +78,25 @@ def test_save_failure_says_why_nothing_is_written_for_a_statistical_finding(tmp_
                  "--quiet", "--save-failure", str(tmp_path / "case")]) == 1
     assert "--save-failure: nothing written (no certain finding" in capsys.readouterr().out
     assert not (tmp_path / "case").exists()
+
+
+def test_the_fixture_reads_ini_options_registers_its_marker_and_saves_a_certain_failure(pytester):
+    """ini options (the command line wins), the ``specproof`` marker, every finding in the message (no
+    '--json' inside pytest), and the smallest failing case under the test's tmp_path."""
+    pytester.makeini("[pytest]\nspecproof_samples = 1500\nspecproof_max_detectable_tv = 0.5\n")
+    pytester.makepyfile("""
+import pytest
+from specproof.impls import get
+
+@pytest.mark.specproof
+def test_bonus(specproof_assert_lossless):
+    specproof_assert_lossless(get("bonus-from-wrong-row").fn)
+
+def test_samples(specproof_check):
+    assert specproof_check(get("canonical-ratio-race").fn, fail_fast=True).samples == 1500
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
+    result.assert_outcomes(passed=1, failed=1)
+    text = result.stdout.str()
+    assert "more in --json" not in text and "bonus token (position K+1) taken from the wrong row" in text
+    result.stdout.fnmatch_lines(["*Smallest failing case saved: *specproof-failure/failure.pt*"])
