@@ -55,7 +55,7 @@ def prepare_suite(suite: Sequence[Scenario], dtype: str, alpha: float) -> list[t
     streams = []
     for scenario in suite:
         real = scenario.realise(dtype, "cpu")
-        stream = _Stream(build_families(real, None), float(check_tolerance(dtype, real.vocab, real.k)))
+        stream = _Stream(build_families(real, None), float(check_tolerance(dtype, real.support, real.k)))
         streams.append(stream)
         out.append((real, stream))
     return [(real, stream, thr) for (real, stream), thr in zip(out, alpha_shares(streams, alpha))]

@@ -54,6 +54,8 @@ from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import Caller, Deadline, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario
+from specproof.harness.check.diagnosis import FailingCall
+from specproof.harness.check.replay import rerun_line, target_name
 from specproof.harness.check.stats.engine import EngineRun, RowBatch, run_streams, verdict_for
 from specproof.harness.check.injection import InjectionResult, run_injection
 from specproof.harness.check.options import MIN_ROWS, CheckOptions
@@ -65,18 +67,19 @@ from specproof.harness.check.stats.statistics import rows_to_see_rate
 from specproof.harness.exact.rng_edges import EDGE_LABELS
 
 __all__ = ["check", "run_check", "Stream", "stream_numbers", "rows_per_scenario", "smallest_budget",
-           "REPRODUCIBILITY_ROWS", "INJECTION_SECONDS", "INJECTION_MIN_ROWS", "PROBE_STREAMS", "injection_passes"]
+           "REPRODUCIBILITY_ROWS", "SETTLE_FACTOR", "INJECTION_SECONDS", "INJECTION_MIN_ROWS", "PROBE_STREAMS", "injection_passes"]
 
 REPRODUCIBILITY_ROWS = 256
 INJECTION_SECONDS = 8.0  # the interlude's share of a check, for slow targets
 INJECTION_MIN_ROWS = 64
+SETTLE_FACTOR = 3.0  # after a first statistical finding at N rows, 3N more rows settle the diagnosis, then stop
 PROBE_STREAMS = 1 << 20  # the first certainty probe's stream number
 IRREPRODUCIBLE = ("draws randomness that the generator argument does not control (e.g. the global RNG); "
                   "fix: pass generator=generator to every random call")
 
 
 def check(target: Callable[..., Any], contract: str = "batched", *, in_process: bool = True,
-          **options: Any) -> CheckResult:
+          save_failure: Any = None, **options: Any) -> CheckResult:
     """Check ``target`` against the exact reference under ``contract`` (``"batched"``, ``"tree"`` or
     ``"generate"``; module docstring).  ``options`` are :class:`.options.CheckOptions`' fields: ``dtype``,
     ``device``, ``seed``, ``samples`` | ``budget`` | ``time_budget`` | ``level``, ``max_detectable_tv``,
@@ -90,16 +93,33 @@ def check(target: Callable[..., Any], contract: str = "batched", *, in_process: 
     rows on Ray (a shard that fails for good makes the verdict INCONCLUSIVE, never PASS).
     ``in_process=False``: the check runs in a supervised child (:mod:`.supervise`; the pytest fixtures'
     default), where the target's ``os._exit``, death, hang, lingering thread or ``chdir`` is a
-    :class:`.supervise.SupervisedError` naming it, and ``timeout`` is enforced on any thread."""
+    :class:`.supervise.SupervisedError` naming it, and ``timeout`` is enforced on any thread.
+    ``save_failure``: a folder where a certain finding's smallest failing case and a plain pytest test
+    reproducing it are written (:func:`.replay.save_failure`; the target runs once more there, in the
+    same process as the check)."""
     built = CheckOptions.build(contract, **options)
     if in_process:
-        return run_check(target, built)
+        return _checked_and_saved(target, built, save_failure, settle=False)
     from specproof.harness.check.supervise import supervised
 
     if built.engine is not None:
         raise SpecproofInputError("in_process", "False with an engine entered in this process (a Ray connection "
                                   "does not cross into a child)", "pass in_process=True with engine=")
-    return supervised(lambda: run_check(target, built), getattr(target, "__qualname__", None) or "target")
+    return supervised(lambda: _checked_and_saved(target, built, save_failure, settle=True),
+                      getattr(target, "__qualname__", None) or "target")
+
+
+def _checked_and_saved(target: Callable[..., Any], options: CheckOptions, save_failure: Any,
+                       settle: bool) -> CheckResult:
+    """:func:`run_check`, then the smallest failing case saved (``save_failure``), then (``settle``) the
+    diagnosis fixed (:meth:`CheckResult.settle`: a supervised child sends back the result without its
+    failing calls)."""
+    result = run_check(target, options)
+    if save_failure is not None and result.flagged:
+        from specproof.harness.check.replay import save_failure as save
+
+        result.saved = [str(p) for p in save(result, target, save_failure) or ()]
+    return result.settle() if settle else result
 
 
 def stream_numbers(suite: Sequence[Any]) -> list[int]:
@@ -166,6 +186,7 @@ class Stream:
         self.input_gen = generator(stream_seed(seed, number))
         self.chunk = max(1, min(batch_size, prepared.max_call_rows))
         self.rows = 0
+        self.failing: dict[str, FailingCall] = {}  # label -> the first call that showed it (diagnosis, replay)
 
     @property
     def families(self) -> list[Any]:
@@ -182,12 +203,17 @@ class Stream:
             if done and self.caller.next_call_ends_late(self.name, n):
                 break  # the time budget includes the last batch: the rows drawn so far are the batch
             batch = self.prepared.sample(n, self.input_gen)
-            emitted = self.caller(self.prepared, batch, call_seed(self.seed, self.index, self.rows))
+            seed = call_seed(self.seed, self.index, self.rows)
+            emitted = self.caller(self.prepared, batch, seed)
             for label, positions in self.prepared.impossible(batch, emitted).items():
                 hit = positions[positions > 0]
                 impossible[label] += int(hit.size)
                 if hit.size:
                     first[label] = min(first.get(label, int(hit.min())), int(hit.min()))
+                    if label not in self.failing:
+                        bad = np.flatnonzero(positions > 0)
+                        self.failing[label] = FailingCall(self.name, label, self.prepared, batch, emitted, seed, bad,
+                                                          positions[bad], self.rows)
             for fam, cnt in zip(self.families, counts):
                 cnt += np.bincount(fam.key(emitted), minlength=fam.n_keys)
             done += n
@@ -334,6 +360,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     try:
         run = run_streams(drawn, alpha=options.alpha, rows=per_scenario, level=options.level,
                           max_detectable_tv=tv, fail_fast=options.fail_fast,
+                          settle=None if options.collect_all else SETTLE_FACTOR,
                           # the budget covers the whole check: the preparation is spent, the interlude's share kept
                           time_budget=None if time_budget is None else max(
                               1e-3, time_budget - (time.perf_counter() - start) - reserved),
@@ -371,4 +398,6 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                        injection_summary="\n".join(filter(None, [injection_note, pair_note, late])) or None,
                        injection_findings=injected, time_budget=time_budget, inconclusive=inconclusive,
                        contract=contract.name, accept_rate=options.accept_rate, accepted_residues=accepted,
-                       coverage=coverage, band=band.as_json())
+                       coverage=coverage, band=band.as_json(),
+                       failing_calls=[c for s in streams for c in s.failing.values()],
+                       rerun=rerun_line(target_name(target), options))

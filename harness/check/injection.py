@@ -327,6 +327,9 @@ class InjectionResult:
                 "scenarios": list(self.scenarios), "passes": self.passes, "verifier_rows": self.verifier_rows,
                 "not_run": list(self.not_run),
                 "draws": self.draw_summary(),
+                # each distinct random op seen, structured (the diagnosis reads which dtype each draw had)
+                "draw_records": [{"op": op, "dtype": dt, "device": dev} for op, dt, dev in
+                                 sorted({(r.op, r.dtype, r.device) for r in self.draws})],
                 "findings": [f.as_json() for f in self.findings],
                 "edges_tried": [e.as_json() for e in self.edges_tried]}
 

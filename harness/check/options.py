@@ -21,13 +21,14 @@ from specproof.harness.check.contracts import CONTRACT_OPTIONS, Contract, get_co
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
 from specproof.harness.exact.dtypes import dtype_name
 
-__all__ = ["CheckOptions", "MIN_ROWS", "MAX_ROWS_PER_SCENARIO", "MAX_NEW_TOKENS", "LEVEL_NAMES", "SIBLING_MODES",
+__all__ = ["CheckOptions", "CI_MAX_DETECTABLE_TV", "MIN_ROWS", "MAX_ROWS_PER_SCENARIO", "MAX_NEW_TOKENS", "LEVEL_NAMES", "SIBLING_MODES",
            "GENERATE_MODELS"]
 
 MIN_ROWS = 64  # the fewest rows per scenario a check accepts (samples, or what a budget gives)
 MAX_ROWS_PER_SCENARIO = 100_000_000  # ~ hours per scenario at the fastest verifiers' 0.01 ms a row
 MAX_NEW_TOKENS = 16  # the exact law enumerates V^N <= 65,536 sequences: N <= 16 for any V >= 2
-LEVEL_NAMES = ("default", "thorough")  # engine.LEVELS (kept torch-free here)
+LEVEL_NAMES = ("ci", "default", "thorough")  # engine.LEVELS (kept torch-free here)
+CI_MAX_DETECTABLE_TV = 0.1  # the "ci" level's stated bound, unless another than the default is given
 SIBLING_MODES = ("iid", "distinct", "topk")  # how a tree's siblings are drawn (contracts.tree)
 GENERATE_MODELS = ("table", "transformers")
 
@@ -65,6 +66,7 @@ class CheckOptions:
     max_drift: float | None = None  # the user's null band in TV (else derived from observed precision)
     timeout: float | None = DEFAULT_TIMEOUT  # seconds per call of the target
     fail_fast: bool = False
+    collect_all: bool = False  # run every quota after a finding (default: stop once the verdict is settled)
     inject: bool = True
     accept_rate: float | None = None  # certain rare-draw findings whose real-generator rate bound is <= this pass
     batch_size: int = 8192
@@ -141,6 +143,8 @@ class CheckOptions:
                                           "drop --no-inject (its findings are what the rate accepts) or drop it")
         if self.level not in LEVEL_NAMES:
             raise SpecproofInputError("level", f"{self.level!r} is not a level", f"use one of {list(LEVEL_NAMES)}")
+        if self.level == "ci" and self.max_detectable_tv == DEFAULT_MAX_DETECTABLE_TV:
+            object.__setattr__(self, "max_detectable_tv", CI_MAX_DETECTABLE_TV)
         if self.scenarios is not None:
             object.__setattr__(self, "scenarios", tuple(self.scenarios))
             if not self.scenarios:

@@ -130,8 +130,9 @@ def interlude_note(note: str | None, ran: bool, injected: bool, injection_ran: b
     interlude: ``note`` (the injection's own text, or why it cannot run here) or, when the interlude or
     the injection did not run, why.  ``injected``: the injection was to run on this device."""
     if not ran:
-        why = ("the statistics flagged the verifier first (fail-fast)" if stop_reason == "fail-fast"
-               else f"the run ended before it ({stop_reason})")
+        why = {"fail-fast": "the statistics flagged the verifier first (fail-fast)",
+               "settled": "the verdict was settled first (--collect-all runs it)"}.get(
+            stop_reason, f"the run ended before it ({stop_reason})")
         if note is not None:
             return f"{note}; reproducibility check not run: {why}"
         return f"{'RNG edge injection and reproducibility check' if injected else 'Reproducibility check'} not run: {why}"
@@ -157,7 +158,7 @@ class CheckResult:
     max_detectable_tv: float = DEFAULT_MAX_DETECTABLE_TV
     reproducibility: list[Finding] = field(default_factory=list)
     level: str = "default"  # "default", "thorough", or "samples" (fixed rows per scenario)
-    stop_reason: str = "complete"  # "complete", "fail-fast" or "time-budget"
+    stop_reason: str = "complete"  # "complete", "fail-fast", "settled" (the default stop) or "time-budget"
     rows_at_first_flag: int | None = None  # rows drawn when the first finding was made
     # every row the verifier had been called with by then (the reproducibility pair and the injection
     # counted whole when they ran before the first finding)
@@ -172,6 +173,12 @@ class CheckResult:
     accepted_residues: list[Finding] = field(default_factory=list)  # those findings (not in findings)
     coverage: Any = None  # .contracts.coverage.Coverage: the acceptance sites a probability-0 token met
     band: dict[str, Any] | None = None  # which null band: precision.Band.as_json (basis, detail, assumptions)
+    # the first call of each stream that showed each certain finding (diagnosis.FailingCall; not in the JSON)
+    failing_calls: list[Any] = field(default_factory=list, repr=False)
+    rerun: str | None = None  # the command reproducing the first finding bit for bit (replay.rerun_line)
+    saved: list[str] = field(default_factory=list)  # files of the smallest failing case (replay.save_failure)
+    _diagnosis: Any = field(default=None, repr=False, compare=False)  # diagnosed(), once settled
+    _settled: bool = field(default=False, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -281,65 +288,48 @@ class CheckResult:
                     "--accept-rate accepts rates up to a stated bound)")
         return " (certain)" if any(f.certain for f in findings) else ""
 
+    def diagnosed(self) -> Any:
+        """The run's diagnosis (:func:`.diagnosis.diagnose`: the bug class its evidence points to), or None;
+        computed once (:meth:`settle`)."""
+        if not self._settled:
+            self.settle()
+        return self._diagnosis
+
+    def settle(self) -> "CheckResult":
+        """Fix the diagnosis now and drop the failing calls it was read from (their scenarios and tensors):
+        what a supervised child sends back to the command is then the result alone."""
+        from specproof.harness.check.diagnosis import diagnose
+
+        self._diagnosis, self._settled = diagnose(self, self.failing_calls), True
+        self.failing_calls = []
+        return self
+
     def diagnosis(self) -> Finding | None:
-        """The finding that explains the most: a certain one, else the strongest finding of the flagged
-        bug class whose exact law predicts the observed excess-set means best (least misfit summed over
-        the scenarios; the evidence a class gathered depends on when each stream stopped, while the
-        true rule's misfit stays at noise level however long they ran), else the strongest."""
-        findings = self.findings
-        if not findings:
-            return None
-        certain = [f for f in findings if f.certain]
-        if certain:
-            return certain[0]
-        misfit, evidence = self.misfit_by_rule(), self.evidence_by_rule()
-        flagged = {f.rule for f in findings if f.rule is not None}
-        if flagged:  # a family without exact predictions (tree mutants) is ranked by its evidence
-            best_rule = min(sorted(flagged), key=lambda r: (misfit.get(r, math.inf), -evidence.get(r, 0.0)))
-            return max((f for f in findings if f.rule == best_rule), key=lambda f: f.statistic)
-        return findings[0]
+        """The finding that carries the diagnosis (:meth:`diagnosed`)."""
+        found = self.diagnosed()
+        return None if found is None else found.finding
 
     def diagnosis_line(self) -> str | None:
-        best = self.diagnosis()
-        if best is None:
-            return None
-        at = f" at token position {best.position} of the round" if best.position else ""
-        if best.family == "reproducibility":
-            return f"Diagnosis: not reproducible: {best.event}"
-        if best.family == "rng-injection":
-            return f"Diagnosis: a rare random draw breaks the verifier: {best.event}"
-        if best.rule is not None:
-            nats = self.evidence_by_rule().get(best.rule, 0.0)
-            misfit = self.misfit_by_rule()
-            flagged = {f.rule for f in self.findings if f.rule is not None and f.rule != best.rule}
-            others = [misfit[r] for r in flagged if r in misfit]
-            fit = ""
-            if best.rule in misfit:
-                fit = (f"; its exact law fits the observed excess-set means best of the flagged bug classes "
-                       f"(misfit {misfit[best.rule]:.0f} nats" + (f", next {min(others):.0f})" if others else ")"))
-            return (f"Diagnosis: behaves like the incorrect rule '{best.rule}' (exact TV {best.exact_tv:.4g} on "
-                    f"scenario '{best.scenario}', where its law first differs{at}; evidence {nats:.0f} nats over "
-                    f"all scenarios{fit})")
-        if best.certain:
-            return (f"Diagnosis: {best.event} on scenario '{best.scenario}' ({best.observed * best.rows:.0f} of "
-                    f"{best.rows} rows){at}" + (f"; {best.note}" if best.note else ""))
-        return f"Diagnosis: {best.family} event '{best.event}' on scenario '{best.scenario}' differs{at}"
+        found = self.diagnosed()
+        return None if found is None else found.line()
 
     def as_json(self) -> dict[str, Any]:
-        best = self.diagnosis()
+        found = self.diagnosed()
+        best = None if found is None else found.finding
         return {
             "verdict": self.verdict.value, "contract": self.contract, "dtype": self.dtype, "device": self.device, "seed": self.seed,
             "alpha": self.alpha, "samples_per_scenario": self.samples, "rule": self.rule,
             "detectable_tv": self.detectable_tv, "max_detectable_tv": self.max_detectable_tv,
             "exit_code": self.exit_code, "rows": self.rows, "verifier_seconds": self.verifier_seconds,
             "harness_seconds": self.harness_seconds, "harness_share": self.harness_share,
-            "diagnosis": None if best is None else best.as_json() | {"line": self.diagnosis_line()},
+            "diagnosis": None if best is None else best.as_json() | found.as_json(),
             "findings_total": len(self.findings),
             "reproducibility": [f.as_json() for f in self.reproducibility],
             "level": self.level, "stop_reason": self.stop_reason, "rows_at_first_flag": self.rows_at_first_flag,
             "verifier_rows_at_first_flag": self.verifier_rows_at_first_flag,
             "time_budget": self.time_budget, "injection": self.injection, "inconclusive": self.inconclusive,
             "injection_summary": self.injection_summary,  # also says when the injection or reproducibility did not run
+            "rerun": self.rerun, "saved": self.saved,
             "accept_rate": self.accept_rate, "accepted_residues": [f.as_json() for f in self.accepted_residues],
             "scenarios": [s.as_json() for s in self.scenarios],
             "coverage": None if self.coverage is None else self.coverage.as_json(),
@@ -354,7 +344,9 @@ class CheckResult:
         """The vocabulary sizes judged (every scenario's ``V``), ascending."""
         return sorted({s.vocab for s in self.scenarios})
 
-    def summary(self) -> str:
+    def summary(self, more: str | None = "in --json") -> str:
+        """The text of the result; ``more``: where the findings past the first ten are (None: list them
+        all, one line each, as a JUnit report wants them)."""
         rejected = sum(s.rejected_events for s in self.scenarios)
         events = sum(s.events for s in self.scenarios)
         worst = max(self._statistical(), key=lambda s: s.detectable_tv)
@@ -391,10 +383,10 @@ class CheckResult:
         lines.append(f"Mismatched events: {rejected} / {events} ({100.0 * rejected / max(events, 1):.2f}%), "
                      f"family-wise false-alarm probability <= {self.alpha:g}")
         findings = self.findings
-        shown = self.shown_findings()
+        shown = self.shown_findings() if more is not None else findings
         lines.extend("  " + finding.line() for finding in shown)
         if len(findings) > len(shown):
-            lines.append(f"  ... {len(findings) - len(shown)} more in --json")
+            lines.append(f"  ... {len(findings) - len(shown)} more {more}")
         lines.append(f"Detectable TV (power 0.99, deviation on a tested event): <= {self.detectable_tv:.4g} "
                      f"(worst scenario: {worst.name}; stated bound {self.max_detectable_tv:g})")
         for probe in (s for s in self.scenarios if s.certainty_probe and s is not worst):
@@ -414,7 +406,9 @@ class CheckResult:
             lines.append(f"First finding after {self.rows_at_first_flag} rows"
                          + (f" ({called} verifier rows in all by then)"
                             if called is not None and called != self.rows_at_first_flag else "")
-                         + (" (stopped there: fail-fast)" if self.stop_reason == "fail-fast" else ""))
+                         + {"fail-fast": " (stopped there: fail-fast)",
+                            "settled": f" (stopped at {self.rows} rows: the verdict was settled; --collect-all "
+                                       "runs every quota)"}.get(self.stop_reason, ""))
         if self.stop_reason == "time-budget":
             lines.append(f"Stopped by the time budget ({self.time_budget:g} s); the detectable TV above is what "
                          "the rows drawn by then could see")
@@ -430,4 +424,8 @@ class CheckResult:
             lines.extend(self.coverage.lines())
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
+        if self.flagged and self.rerun:
+            lines.append(f"Rerun (reproduces the first finding bit for bit): {self.rerun}")
+        if self.saved:
+            lines.append(f"Smallest failing case saved: {', '.join(self.saved)} (run it: pytest {self.saved[-1]})")
         return "\n".join(lines)

@@ -72,7 +72,7 @@ from specproof.loading import load_object
 from specproof.proofs.laws.step_rules import step_rules
 
 from specproof.harness.check.contracts import CONTRACTS, get_contract
-from specproof.harness.check.options import GENERATE_MODELS, SIBLING_MODES
+from specproof.harness.check.options import CI_MAX_DETECTABLE_TV, GENERATE_MODELS, LEVEL_NAMES, SIBLING_MODES
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import CHECK
@@ -130,8 +130,19 @@ def add_parser(subparsers: Any) -> None:
                        help="spend this many seconds in all; the verdict states the TV they could see, and "
                             "the injection passes it had no time for are listed as NOT run")
     depth.add_argument("--samples", type=int, help="fixed rows per scenario")
+    depth.add_argument("--level", choices=LEVEL_NAMES, default=None,
+                       help="ci: a test suite's preset (a few seconds for a plain torch verifier; states its "
+                            f"detectable TV, {CI_MAX_DETECTABLE_TV:g} unless --max-detectable-tv says otherwise); "
+                            "default; thorough (= --thorough)")
     parser.add_argument("--fail-fast", action="store_true",
                         help="stop at the first finding (the run draws the same rows as without it until then)")
+    parser.add_argument("--collect-all", action="store_true",
+                        help="run every scenario's quota after a finding (default: stop once the verdict is settled: "
+                             "at a certain finding, or at twice the rows of the first statistical one)")
+    parser.add_argument("--save-failure", metavar="DIR",
+                        help="on a certain finding, write the smallest failing case to DIR: failure.pt (p, q, draft "
+                             "ids, generator seed, emitted tokens) and test_specproof_failure.py, a plain pytest test "
+                             "that fails on it without specproof's statistics")
     parser.add_argument("--no-inject", action="store_true", help="skip the RNG edge injection")
     parser.add_argument("--accept-rate", type=float, metavar="RATE",
                         help="accept certain rare-draw findings whose real-generator rate is at most RATE per "
@@ -194,10 +205,10 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
 
     chosen = dict(dtype=args.dtype, device=args.device, seed=args.seed, alpha=args.alpha, samples=args.samples,
                   time_budget=args.time_budget, max_detectable_tv=args.max_detectable_tv, timeout=args.timeout,
-                  max_drift=args.max_drift,
-                  fail_fast=args.fail_fast, inject=not args.no_inject, accept_rate=args.accept_rate,
-                  progress=not args.quiet, hard_timeout=True,
-                  level="thorough" if args.thorough else "default", rule=args.rule, vocab=args.vocab, siblings=args.siblings,
+                  max_drift=args.max_drift, fail_fast=args.fail_fast, collect_all=args.collect_all,
+                  inject=not args.no_inject, accept_rate=args.accept_rate, progress=not args.quiet, hard_timeout=True,
+                  level=args.level or ("thorough" if args.thorough else "default"), rule=args.rule, vocab=args.vocab,
+                  siblings=args.siblings,
                   models=args.models, new_tokens=args.new_tokens)
     try:
         chosen["sampling"] = _sampling(args)
@@ -207,7 +218,9 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
 
 
 def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -> tuple[Any, str]:
-    """Import TARGET (under --timeout when supervised) and run the one driver: ``(result, contract)``."""
+    """Import TARGET (under --timeout when supervised), run the one driver and, on a certain finding, save
+    the smallest failing case (--save-failure; the target runs again there): ``(result, contract, note)``,
+    the note saying why nothing was saved."""
     from specproof.harness.check.supervise import watch
 
     with check_engine.engine_for(args) as engine:
@@ -216,9 +229,22 @@ def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -
         with watch(check_options.timeout, "the import of TARGET", interrupted=False):
             target, name = load_target(args.target, args.contract, args.adapter)
         try:
-            return run_check(target, check_options.with_(engine=engine, hard_timeout=hard_timeout)), name
+            result = run_check(target, check_options.with_(engine=engine, hard_timeout=hard_timeout))
         except SpecproofInputError as err:
             raise type(err)(FLAGS.get(err.argument, err.argument), err.problem, err.fix) from None
+    from specproof.harness.check.replay import rerun_line, save_failure
+
+    result.rerun = rerun_line(args.target, check_options, args.adapter)
+    unsaved = None
+    if args.save_failure and result.flagged:
+        with watch(check_options.timeout, "the replay of the failing call (--save-failure)", interrupted=False):
+            saved = None if args.adapter else save_failure(result, target, args.save_failure, args.target)
+        result.saved = [str(p) for p in saved or ()]
+        if saved is None:
+            unsaved = ("--save-failure: nothing written (" + ("the case is saved in the batched layout, not an "
+                       "adapter's" if args.adapter else "no certain finding of the statistics to reduce; the "
+                       "rerun line reproduces this FAIL") + ")")
+    return result.settle(), name, unsaved
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -239,12 +265,15 @@ def _run(args: argparse.Namespace) -> int:
         locate_object(args.target, "TARGET")
     with options.sigterm_as_interrupt() if args.engine == "ray" or not args.in_process else contextlib.nullcontext():
         if args.in_process or args.engine == "ray":  # under Ray, TARGET runs in Ray's worker processes
-            result, name = _checked(args, check_options, hard_timeout=True)
+            result, name, unsaved = _checked(args, check_options, hard_timeout=True)
         else:  # TARGET is imported and run in a supervised child: only its answer reaches this process
             from specproof.harness.check.supervise import supervised
 
-            result, name = supervised(lambda: _checked(args, check_options, hard_timeout=False), args.target)
+            result, name, unsaved = supervised(lambda: _checked(args, check_options, hard_timeout=False),
+                                               args.target)
     print(result.summary())
+    if unsaved:
+        print(unsaved)
     if args.json:
         write_envelope(args.json, CHECK, {"target": args.target, "adapter": args.adapter, "contract": name,
                                           "siblings": list(check_options.siblings or ()) or None,

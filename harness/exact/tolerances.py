@@ -12,6 +12,13 @@ exact law of the rounded inputs, so input rounding is not drift):
 * arithmetic (ratio, ``max(0, p - q)``, normalisation, a row sum off from 1 by the dtype bound) moves
   each probability by at most ``(V + 3) u`` relative, ``(V + 3) u`` in total variation.
 
+``V`` counts the tokens some row of the scenario gives positive probability (its support; the full
+vocabulary for a dense scenario): adding a zero is exact in floating point, so a sum over the row
+rounds at most ``m - 1`` times for ``m`` positive terms whatever its order or tiling, and a token of
+weight 0 has an empty interval in an inverse CDF and never wins a race, so it quantises nothing.  A
+sparse row at a runtime's vocabulary (150,000 tokens, a few thousand of them positive) thus has the
+band of its support, not of its width.
+
 ``tau_step = g + V g / 2 + (V + 3) u``; an exactly counted grid (:mod:`.uniform_grids`) passes its own
 discrepancy ``delta`` as ``g`` (``grid_step``), the one place the formula is written.  A round composes at most ``K + 1`` steps and total variation
 is subadditive under composition, so ``tau_round = (K + 1) tau_step``, capped at 1 (vacuous: the

@@ -49,7 +49,9 @@ def _race(weights: torch.Tensor, generator: torch.Generator, bug: str | None) ->
         else:
             exp = torch.empty_like(tile).exponential_(generator=generator)
             keys = exp if keys is None else keys
-        value, local = (tile / exp).max(dim=-1)  # a zero weight keys 0: any positive weight beats it
+        # a zero weight never competes (keyed -1, even where its exponential is exactly 0: 0/0 is NaN);
+        # a positive weight over an exponential of 0 keys +inf and wins, as its limit does
+        value, local = torch.where(tile > 0, tile / exp, -1.0).max(dim=-1)
         better = value > best
         best = torch.where(better, value, best)
         found = local if bug == "local-index" else local + start

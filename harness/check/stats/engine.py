@@ -96,6 +96,7 @@ class Level:
 
 
 LEVELS = {
+    "ci": Level("ci", 0.9, 256, 20_000),  # a test suite's preset: max_detectable_tv CI_MAX_DETECTABLE_TV (options)
     "default": Level("default", 0.9, 1_024, 200_000),
     "thorough": Level("thorough", 0.25, 200_000, 4_000_000),
 }
@@ -126,7 +127,7 @@ class EngineRun:
     reports: list[ScenarioReport]
     rows: int
     seconds: float
-    stop_reason: str  # "complete", "fail-fast" or "time-budget"
+    stop_reason: str  # "complete", "fail-fast", "settled" or "time-budget"
     rows_at_first_flag: int | None
     interlude_before_first_flag: bool = False  # the interlude ran, and no finding had been made before it
 
@@ -358,7 +359,8 @@ def plan_quota(ledger: _Ledger, level: Level, max_detectable_tv: float, rows: in
 
 def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | None = None,
                 level: str = "default", max_detectable_tv: float = 0.02, time_budget: float | None = None,
-                fail_fast: bool = False, progress: bool | Callable[[str], None] | None = None,
+                fail_fast: bool = False, settle: float | None = None,
+                progress: bool | Callable[[str], None] | None = None,
                 clock: Callable[[], float] = time.perf_counter,
                 interlude: tuple[int | Callable[[], int], Callable[[], bool]] | None = None) -> EngineRun:
     """Test every stream (module docstring).  ``rows``: a fixed quota per stream; else the ``level``'s
@@ -369,7 +371,10 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     finding stopped the run first with ``fail_fast``; it returns whether it found something (the
     check's reproducibility pair and RNG edge injection: certain findings from rows of their own, so
     they spend no share of ``alpha`` and leave the streams' evidence alone).  ``time_budget`` counts
-    the streams' seconds, not the interlude's (the caller keeps its share, or states the overrun)."""
+    the streams' seconds, not the interlude's (the caller keeps its share, or states the overrun).
+    ``settle`` (without ``fail_fast``): stop once the verdict is settled, at a certain finding (of a
+    stream or of the interlude) and, after a first statistical finding made at ``N`` rows, once ``settle
+    x N`` more rows have gone to the other streams' evidence (reason ``"settled"``); None collects all."""
     if not streams:
         raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
     if not 0 < alpha < 1:
@@ -390,12 +395,13 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
     drawn = 0
     pending = interlude
     paused, before_flag = 0.0, False  # the interlude's seconds; whether it ran before any finding
+    certain_seen = False  # the interlude found something (its findings are certain)
 
     def elapsed() -> float:
         return clock() - start - paused
 
     def interlude_found(force: bool) -> bool:
-        nonlocal pending, first_flag, paused, before_flag
+        nonlocal pending, first_flag, paused, before_flag, certain_seen
         due = pending and (pending[0]() if callable(pending[0]) else pending[0])  # rows, or what a callable says
         if pending is None or (drawn < due and not force):
             return False
@@ -405,7 +411,20 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
         paused += clock() - begun
         if found and first_flag is None:
             first_flag = drawn
+        certain_seen = certain_seen or found
         return found
+
+    def stop_reason() -> str | None:
+        """Why the run stops after the last batch or interlude (None: it goes on)."""
+        if first_flag is None:
+            return None
+        if fail_fast:
+            return "fail-fast"
+        if settle is None:
+            return None
+        if certain_seen or any(f.certain for l in ledgers for f in l.findings):
+            return "settled"
+        return "settled" if drawn >= first_flag * (1 + settle) else None
 
     def step(ledger: _Ledger, n: int) -> bool:
         nonlocal drawn, first_flag
@@ -423,8 +442,9 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
 
     try:
         for ledger in ledgers:  # screening: every stream is seen before any is followed
-            if step(ledger, min(SCREEN_ROWS, ledger.quota)) and fail_fast:
-                reason = "fail-fast"
+            step(ledger, min(SCREEN_ROWS, ledger.quota))
+            if stop_reason():
+                reason = stop_reason()
                 break
         if reason == "complete" and time_budget is not None:
             _replan_for_budget(ledgers, time_budget - elapsed(), elapsed(), drawn)
@@ -442,8 +462,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                         ledger.done = bool(ledger.findings)
                     _replan_for_budget([l for l in ledgers if not l.done], remaining, elapsed(), drawn)
                     open_ = [l for l in ledgers if not l.done]
-            if interlude_found(force=not open_) and fail_fast:
-                reason = "fail-fast"
+            if interlude_found(force=not open_) and stop_reason():
+                reason = stop_reason()
                 break
             if not open_:
                 break
@@ -451,8 +471,8 @@ def run_streams(streams: Sequence[Stream], *, alpha: float = 1e-6, rows: int | N
                 reason = "time-budget"
                 break
             ledger, n = _next_batch(open_)
-            if step(ledger, n) and fail_fast:
-                reason = "fail-fast"
+            step(ledger, n)
+            reason = stop_reason() or reason
         if reason == "time-budget" and interlude_found(force=True) and fail_fast:
             reason = "fail-fast"
     finally:

@@ -20,7 +20,16 @@ def test_the_flagged_class_with_the_least_misfit_is_named_whatever_its_evidence(
     assert result.diagnosis().rule == "b"
     line = result.diagnosis_line()
     # the unflagged class c fits better still, but only flagged classes are compared
-    assert "best of the flagged bug classes (misfit 3 nats, next 900)" in line
+    assert "the exact law of the incorrect rule 'b' predicts the observed excess-set means within noise" in line
+    assert "misfit 3 nats" in line
+
+
+def test_a_rule_whose_law_does_not_fit_within_noise_is_not_named():
+    """A flagged excess set says the law differs; the rule is named only when its exact law explains the
+    observed means (misfit below the chi-square bound at alpha), else the findings' own kind is."""
+    result = _result([_finding("a", 40.0)], {"a": 900.0}, {"a": 40.0})
+    assert "'a'" not in result.diagnosis_line()
+    assert result.diagnosed().bug_class == "position-law"
 
 
 def test_without_exact_predictions_the_evidence_ranks_the_classes():

@@ -44,8 +44,8 @@ def test_module_target_and_lossy_target_exit_1(tmp_path, capsys):
                  "--json", str(out)])
     assert code == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("FAIL") and lines[1].startswith("Diagnosis: behaves like the incorrect rule "
-                                                               "'resample-from-target'")
+    assert lines[0].startswith("FAIL") and lines[1].startswith("Diagnosis: rejected token resampled from the raw "
+                                                               "target p")
     assert "at token position 1" in lines[1]
     shown = [line for line in lines if line.startswith("  [")]
     result = json.loads(out.read_text())["result"]

@@ -62,7 +62,7 @@ class BatchedScenario:
         self.real, self.rule, self.scenario = real, rule, real.scenario
         self.name, self.vocab, self.k, self.device = real.scenario.name, real.vocab, real.k, real.device
         self.certainty_probe = real.scenario.certainty_probe  # only impossible outcomes (engine: plan_quota)
-        self.tolerance = float(check_tolerance(real.dtype, real.vocab, real.k))
+        self.tolerance = float(check_tolerance(real.dtype, real.support, real.k))
         # rows per call: at most ~2^25 probabilities per batch (128 MiB in float32)
         self.max_call_rows = max(16, (1 << 25) // ((2 * real.k + 1) * real.vocab))
         self.notes: dict[str, str] = {}
@@ -81,7 +81,7 @@ class BatchedScenario:
         under a ``rule`` (``t_in`` is computed for the canonical step)."""
         if self.rule is not None:
             return None
-        return float(check_tolerance(self.real.dtype, self.vocab, self.k,
+        return float(check_tolerance(self.real.dtype, self.real.support, self.k,
                                      replace(precision, inputs_tv=self.real.rounded.unnormalised_tv)))
 
     @cached_property

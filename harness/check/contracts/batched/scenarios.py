@@ -198,6 +198,15 @@ class Realisation:
 
     # -- exact laws (all from the one rounded pair) -----------------------------------------
     @cached_property
+    def support(self) -> int:
+        """How many tokens some rounded target or draft row of the scenario gives positive probability:
+        the ``V`` of the null band's derivation (:mod:`specproof.harness.exact.tolerances`: a zero adds,
+        and a zero weight is drawn, exactly)."""
+        vocab = self.target.shape[-1]
+        positive = (self.target > 0).reshape(-1, vocab).any(0) | (self.draft > 0).reshape(-1, vocab).any(0)
+        return int(positive.sum())
+
+    @cached_property
     def target_class_transitions(self) -> list[list[list[Fraction]]]:
         """``T[i][c][c']``: exact probability that token ``i+1`` has class ``c'`` given the last
         prefix class ``c`` (rounded rows renormalised exactly)."""
