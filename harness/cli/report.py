@@ -65,6 +65,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="seconds per check of a TARGET (default: the check's default depth)")
     parser.add_argument("--max-detectable-tv", type=float, metavar="TV",
                         help="the power a TARGET's PASS must have (default: the check's, 0.02)")
+    parser.add_argument("--vocab", nargs="+", metavar="V",
+                        help="batched TARGETs: vocabulary sizes of the tiled scenarios (as specproof check --vocab)")
     parser.add_argument("--impl", nargs="+", metavar="NAME", help="only these implementations (default all)")
     parser.add_argument("--quick", action="store_true",
                         help="smaller budget (2-3 minutes on a 2-core CPU; 155 s measured): no worst-case TV search, V up to 16,384, "
@@ -113,7 +115,7 @@ def _target_plan(args: argparse.Namespace, quick_samples: int) -> Any:
         raise SpecproofInputError("--time-budget", "given with --samples or --quick", "pass one of them")
     return TargetPlan(tuple(args.targets), args.contract, _listed(args.dtypes) or ("float32",),
                       _listed(args.devices) or ("cpu",), args.seed, samples, args.time_budget,
-                      args.max_detectable_tv).validated()
+                      args.max_detectable_tv, args.vocab).validated()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -74,6 +74,7 @@ class TargetPlan:
     samples: int | None = None
     time_budget: float | None = None
     max_detectable_tv: float | None = None
+    vocab: tuple[int, ...] | None = None  # batched: sizes of the tiled scenarios (specproof check --vocab)
 
     def check_options(self) -> dict[str, Any]:
         """The options every check of the plan gets besides dtype and device (CheckOptions' names)."""
@@ -84,6 +85,8 @@ class TargetPlan:
             out["time_budget"] = self.time_budget
         if self.max_detectable_tv is not None:
             out["max_detectable_tv"] = self.max_detectable_tv
+        if self.vocab:
+            out["vocab"] = tuple(self.vocab)
         return out
 
     def validated(self) -> "TargetPlan":
@@ -101,17 +104,19 @@ class TargetPlan:
             CheckOptions.build(self.contract, **self.check_options())
         except SpecproofInputError as err:
             flag = {"samples": "--samples", "time_budget": "--time-budget", "seed": "--seed",
-                    "max_detectable_tv": "--max-detectable-tv", "contract": "--contract"}.get(err.argument,
+                    "max_detectable_tv": "--max-detectable-tv", "contract": "--contract",
+                    "vocab": "--vocab"}.get(err.argument,
                                                                                                err.argument)
             raise SpecproofInputError(flag, err.problem, err.fix) from None
         return TargetPlan(tuple(dict.fromkeys(self.targets)), self.contract, dtypes,
                           tuple(dict.fromkeys(self.devices)), self.seed, self.samples, self.time_budget,
-                          self.max_detectable_tv)
+                          self.max_detectable_tv, CheckOptions.build(self.contract, **self.check_options()).vocab)
 
     def as_json(self) -> dict[str, Any]:
         return {"targets": list(self.targets), "contract": self.contract, "dtypes": list(self.dtypes),
                 "devices": list(self.devices), "seed": self.seed, "samples": self.samples,
-                "time_budget": self.time_budget, "max_detectable_tv": self.max_detectable_tv}
+                "time_budget": self.time_budget, "max_detectable_tv": self.max_detectable_tv,
+                "vocab": None if not self.vocab else list(self.vocab)}
 
 
 def load_checked_target(spec: str, contract: str) -> Any:
@@ -176,7 +181,7 @@ def check_row(target: str, contract: str, device: str, result: Any, fn: Any = No
         "detectable_tv": result.detectable_tv, "stop_reason": result.stop_reason,
         "rows_at_first_flag": result.rows_at_first_flag, "injection_summary": result.injection_summary,
         "verifier_seconds": round(result.verifier_seconds, 3), "harness_seconds": round(result.harness_seconds, 3),
-        "scenarios": len(result.scenarios)}
+        "scenarios": len(result.scenarios), "vocab_sizes": result.vocab_sizes}
     detail.update({"level": result.level, "samples_per_scenario": result.samples, "seed": result.seed,
                    "max_detectable_tv": result.max_detectable_tv, "alpha": result.alpha,
                    "time_budget": result.time_budget})
@@ -314,13 +319,22 @@ def _ordered(document: dict[str, Any]) -> list[Row]:
                                        r.input))
 
 
+def _vocab_cell(sizes: Any) -> str:
+    """The vocabulary sizes a check judged, as the verdict line says them (``-`` for an error row)."""
+    if not sizes:
+        return "-"
+    from specproof.harness.check.result import vocab_text
+
+    return vocab_text(sizes).removeprefix("V = ")
+
+
 def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], list[str]]:
     """One line per check row (target, dtype, device): verdict, drift with its interval (a column only
     when some row has one), detectable TV, findings (the diagnosis first, long text folded), rows and
     time; each line's colour (green PASS, amber UNDERPOWERED or INCONCLUSIVE, red FAIL or error)."""
     rows = _ordered(document)
-    header = ["target", "dtype", "device", "verdict", "drift (interval)", "detectable TV", "findings", "rows",
-              "time (s)"]
+    header = ["target", "dtype", "device", "verdict", "drift (interval)", "detectable TV", "findings", "V judged",
+              "rows", "time (s)"]
     lines, colours = [], []
     for row in rows:
         drift = row.detail.get("drift")
@@ -329,6 +343,7 @@ def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], 
         contract, device = row.input.rsplit("@", 1)
         lines.append([row.implementation + ("" if contract == "batched" else f" ({contract})"), row.dtype, device,
                       row.verdict.upper(), drift_text, fmt(row.detail.get("detectable_tv")), _finding_cell(row),
+                      _vocab_cell(row.detail.get("vocab_sizes")),
                       f"{row.detail['rows']:,}" if isinstance(row.detail.get("rows"), int) else "-",
                       "-" if row.seconds is None else f"{row.seconds:.1f}"])
         colours.append(_status(row))
