@@ -44,6 +44,7 @@ import torch
 
 from specproof.errors import SpecproofInputError
 from specproof.harness.files.json_numbers import number_word
+from specproof.harness.check.seeding import generator as seeded_generator, stream_seed
 
 __all__ = ["BASELINE_VOCAB", "BASELINE_DRAFTS", "DIRICHLET_ALPHA", "REFERENCE_LAWS", "RUNTIME_MULTIPLIER",
            "Flag", "RowsToFlag", "runtime_distribution_test", "chi_square_first_token",
@@ -146,7 +147,7 @@ def runtime_distribution_test(fn: Callable[..., Any], top: int, seed: int) -> Fl
     counts = runtime_schedule(top)
     to_target, to_references = [], []
     for n in counts:
-        generator = torch.Generator().manual_seed(seed * 1_000_003 + n)
+        generator = seeded_generator(stream_seed(seed, n))  # the one seed formula (check.seeding)
         emitted = _emitted(fn, target, draft, n, generator)
         tokens = emitted[emitted >= 0].numpy()
         histogram = np.bincount(tokens, minlength=BASELINE_VOCAB)[:BASELINE_VOCAB].astype(np.float64)
@@ -168,7 +169,7 @@ def chi_square_first_token(fn: Callable[..., Any], n: int, seed: int, *, alpha_t
     target = torch.stack([_float32_law(r)[0] for r in target_rows])
     draft = torch.stack([_float32_law(r)[0] for r in draft_rows])
     p0 = _float32_law(target_rows[0])[1]
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + n)
+    generator = seeded_generator(stream_seed(seed, n))  # the one seed formula (check.seeding)
     first = _emitted(fn, target, draft, n, generator)[:, 0].numpy()
     in_range = first[(first >= 0) & (first < BASELINE_VOCAB)]
     observed = np.bincount(in_range, minlength=BASELINE_VOCAB).astype(np.float64)

@@ -346,9 +346,11 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
             pair_note = deadline.pair_skipped()
         interlude_rows = caller.rows - before
         if subjects and not (reproducibility and options.fail_fast):
+            # a scenario's finding settles the verdict (certain): the injection stops there unless --collect-all;
             # under --accept-rate a finding may be an accepted residue: the injection then runs every scenario
+            settles = options.fail_fast or not options.collect_all
             injection = run_injection(subjects, injection_caller, dtype=options.dtype, seed=options.seed,
-                                      rows=pass_rows(), fail_fast=options.fail_fast and options.accept_rate is None,
+                                      rows=pass_rows(), fail_fast=settles and options.accept_rate is None,
                                       deadline=deadline)
             interlude_rows += injection.verifier_rows
         return bool(reproducibility) or bool(

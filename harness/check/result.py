@@ -363,7 +363,7 @@ class CheckResult:
         if self.accepted_residues and self.verdict is Verdict.PASS:
             head = (f"PASS (accepting rare draws up to {self.accept_rate:.3g} per round: "
                     f"{len(self.accepted_residues)} residues)") + head.removeprefix("PASS")
-        scope = "" if self.coverage is None else f"; {self.coverage.scope}"
+        scope = "" if self.coverage is None or not self.coverage.scope else f"; {self.coverage.scope}"
         lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios, "
                  f"{vocab_text(self.vocab_sizes)}{scope})"]
         diagnosis = self.diagnosis_line()

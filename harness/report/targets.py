@@ -181,7 +181,8 @@ def check_row(target: str, contract: str, device: str, result: Any, fn: Any = No
         "detectable_tv": result.detectable_tv, "stop_reason": result.stop_reason,
         "rows_at_first_flag": result.rows_at_first_flag, "injection_summary": result.injection_summary,
         "verifier_seconds": round(result.verifier_seconds, 3), "harness_seconds": round(result.harness_seconds, 3),
-        "scenarios": len(result.scenarios), "vocab_sizes": result.vocab_sizes}
+        "scenarios": len(result.scenarios), "vocab_sizes": result.vocab_sizes,
+        "coverage": None if result.coverage is None else result.coverage.as_json()}
     detail.update({"level": result.level, "samples_per_scenario": result.samples, "seed": result.seed,
                    "max_detectable_tv": result.max_detectable_tv, "alpha": result.alpha,
                    "time_budget": result.time_budget})
@@ -328,13 +329,24 @@ def _vocab_cell(sizes: Any) -> str:
     return vocab_text(sizes).removeprefix("V = ")
 
 
+def _coverage_cell(coverage: Any) -> str:
+    """``4 sites, zero coin missed w.p. <= 2.1e-11`` (and the sites not tested): the check's acceptance-site
+    coverage (:mod:`specproof.harness.check.contracts.coverage`)."""
+    if not coverage:
+        return "-"
+    text = f"{len(coverage['sites'])} sites, zero coin missed w.p. <= {coverage['worst_miss']:.2g}"
+    if coverage.get("not_tested"):
+        text += f"; not tested: {len(coverage['not_tested'])}"
+    return text
+
+
 def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], list[str]]:
     """One line per check row (target, dtype, device): verdict, drift with its interval (a column only
-    when some row has one), detectable TV, findings (the diagnosis first, long text folded), rows and
-    time; each line's colour (green PASS, amber UNDERPOWERED or INCONCLUSIVE, red FAIL or error)."""
+    when some row has one), detectable TV, findings (the diagnosis first, long text folded), the
+    vocabulary sizes judged, the acceptance-site coverage, rows and time; each line's colour (green PASS, amber UNDERPOWERED or INCONCLUSIVE, red FAIL or error)."""
     rows = _ordered(document)
     header = ["target", "dtype", "device", "verdict", "drift (interval)", "detectable TV", "findings", "V judged",
-              "rows", "time (s)"]
+              "acceptance sites", "rows", "time (s)"]
     lines, colours = [], []
     for row in rows:
         drift = row.detail.get("drift")
@@ -343,7 +355,7 @@ def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], 
         contract, device = row.input.rsplit("@", 1)
         lines.append([row.implementation + ("" if contract == "batched" else f" ({contract})"), row.dtype, device,
                       row.verdict.upper(), drift_text, fmt(row.detail.get("detectable_tv")), _finding_cell(row),
-                      _vocab_cell(row.detail.get("vocab_sizes")),
+                      _vocab_cell(row.detail.get("vocab_sizes")), _coverage_cell(row.detail.get("coverage")),
                       f"{row.detail['rows']:,}" if isinstance(row.detail.get("rows"), int) else "-",
                       "-" if row.seconds is None else f"{row.seconds:.1f}"])
         colours.append(_status(row))

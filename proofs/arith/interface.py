@@ -1,8 +1,8 @@
 """The arithmetic interface that every verifier rule is written against.
 
 A rule is written once as a function of an :class:`Arith` and its operands; each backend interprets
-it: exact rationals (:mod:`.backends.exact`), the vectorised common-denominator fast path
-(``specproof.proofs.arith.fast``), torch tensors in a chosen dtype (:mod:`.backends.torch_backend`),
+it: exact rationals (:mod:`.exact`), the vectorised common-denominator fast path
+(``specproof.proofs.arith.fast``), torch tensors in a chosen dtype (:mod:`.torch_backend`),
 sympy and z3 (the proofs).  Values are backend-specific: a backend decides how a scalar, a vector
 over the vocabulary and a condition look.  Binary operations broadcast a scalar against a vector.
 

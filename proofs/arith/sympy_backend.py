@@ -2,7 +2,7 @@
 
 Scalars are sympy expressions, vectors tuples of them, conditions sympy relationals or booleans.
 ``minimum``, ``maximum`` and ``select`` become two-branch :class:`sympy.Piecewise` terms, so a proof
-can split on each branch (:mod:`specproof.proofs.casesplit`) and check the rational-function identity
+can split on each branch (:func:`specproof.proofs.engine.solvers.prove_by_cases`) and check the rational-function identity
 that remains in every case.  Numeric operands evaluate exactly (sympy rationals and algebraic numbers
 such as a SpecTr ``rho`` with a square root), which makes this backend an exact evaluator beyond Q.
 

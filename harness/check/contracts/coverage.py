@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["SiteCoverage", "Coverage", "miss_probability"]
+__all__ = ["SiteCoverage", "Coverage", "miss_probability", "injected_rows"]
 
 
 def miss_probability(per_row: Fraction | float, rows: int) -> float:
@@ -33,6 +33,17 @@ def miss_probability(per_row: Fraction | float, rows: int) -> float:
     if a >= 1:
         return 0.0
     return math.exp(rows * math.log1p(-a))
+
+
+def injected_rows(injection: Any) -> tuple[Fraction, dict[str, int]]:
+    """``(f, rows per pass per scenario name)`` of a run's :class:`..injection.InjectionResult` (None: not
+    run, no rows); a scenario whose passes were skipped by the deadline has no rows."""
+    if injection is None:
+        from specproof.harness.check.injection import DEFAULT_FRACTION
+
+        return DEFAULT_FRACTION, {}
+    skipped = {entry.split(":")[0] for entry in injection.not_run}
+    return injection.fraction, {name: injection.rows for name in injection.scenarios if name not in skipped}
 
 
 @dataclass(frozen=True)
@@ -76,7 +87,7 @@ class Coverage:
         return max((s.miss for s in self.sites), default=1.0)
 
     def lines(self) -> list[str]:
-        head = (f"Acceptance-site coverage ({self.scope}): {len(self.sites)} sites meet a token of target "
+        head = (f"Acceptance-site coverage ({self.scope or self.contract}): {len(self.sites)} sites meet a token of target "
                 f"probability 0 with positive draft probability; a zero-coin acceptance is missed w.p. <= "
                 f"{self.worst_miss:.2g} per run")
         if self.sites and not any(s.injection_rows for s in self.sites):

@@ -212,7 +212,7 @@ def test_reduced_run_has_the_documented_schema(tiny_document, tmp_path):
     assert default["seconds"] > 0 and default["detectable_tv"] > 0.02
     for name, pair in checks["default_vs_fail_fast"].items():
         assert pair["flagged"] and pair["same_calls_until_first_finding"], name
-        assert pair["default_rows_total"] > pair["fail_fast_rows"] > 0, name
+        assert pair["default_rows_total"] >= pair["fail_fast_rows"] > 0, name  # the default stops once settled
         assert pair["ratio"] == pair["default_rows_at_first_finding"] / pair["fail_fast_rows"]
     pairs = checks["default_vs_fail_fast"]
     assert pairs["continue-after-rejection"]["ratio"] == 1.0  # flagged by the statistics, before the injection

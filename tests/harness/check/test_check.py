@@ -282,7 +282,7 @@ def test_a_time_budget_bounds_the_interlude_of_a_slow_verifier_and_lists_what_it
                                                                                          pair_ran):
     """At 0.02 s a row the injection's 28 passes of at least 64 rows would take 36 s; under a 10 s
     budget the interlude gets 1 s (a tenth), so passes are skipped and listed, and the check ends near
-    the budget (the slack allows a batch of the streams and a loaded machine).  At 0.1 s a row not even
+    the budget (the slack, the budget again and 2 s, allows a batch of the streams and a loaded machine).  At 0.1 s a row not even
     the pair's two runs of 8 rows fit its share of a 5 s budget: it is skipped, and said."""
     import time
 
@@ -292,7 +292,7 @@ def test_a_time_budget_bounds_the_interlude_of_a_slow_verifier_and_lists_what_it
     result = check(SlowedVerifier(get("canonical-ratio-race").fn, seconds_per_row), time_budget=budget,
                             progress=False)
     took = time.perf_counter() - start
-    assert result.verdict is not Verdict.FAIL and took <= 1.5 * budget + 2, (took, result.injection_summary)
+    assert result.verdict is not Verdict.FAIL and took <= 2 * budget + 2, (took, result.injection_summary)
     assert result.injection["verdict"] == "incomplete" and result.injection["not_run"]
     assert "passes NOT run" in result.injection_summary
     assert bool(result.reproducibility) is False

@@ -115,7 +115,8 @@ def test_the_adapter_declares_its_sibling_modes_and_the_released_walk_passes_the
 def test_the_shipped_sglang_walk_fails_on_every_seed_through_its_adapter(seed):
     """The issue's report: u <= a and the last-index fallback PASSed --adapter sglang-tree."""
     shipped = get_adapter("sglang-tree").wrap(sglang_tree.tree_target_only_shipped_edges)
-    result = check(shipped, "tree", samples=256, seed=seed, scenarios=_ladders("topk"), progress=False)
+    result = check(shipped, "tree", samples=256, seed=seed, scenarios=_ladders("topk"), progress=False,
+                   collect_all=True)  # the default stops at the first certain finding: the injection runs too here
     assert result.verdict is Verdict.FAIL
     assert result.injection_findings  # the zero coin, at the ladders' fans
 

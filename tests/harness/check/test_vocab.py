@@ -106,3 +106,22 @@ def test_default_suite_adds_one_tiled_scenario_per_size():
 def test_vocab_text_states_every_size():
     assert vocab_text([2, 4, 1000, 151936]) == "V = 2..1000, 151936"
     assert vocab_text([151936]) == "V = 151936"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_band_of_a_sparse_tiled_row_is_that_of_its_support(dtype):
+    """A zero adds, and a zero weight is drawn, exactly: the null band's V is the scenario's support (the
+    tokens some row gives positive probability), so a runtime-sized sparse row can PASS in float32."""
+    from specproof.harness.check.contracts.batched import BatchedScenario
+    from specproof.harness.exact.tolerances import check_tolerance
+
+    real = tiled_scenario(151936).realise(dtype)
+    positive = ((real.target > 0).reshape(-1, real.vocab).any(0) | (real.draft > 0).reshape(-1, real.vocab).any(0))
+    assert real.support == int(positive.sum()) < real.vocab // 20
+    prepared = BatchedScenario(real, None)
+    assert prepared.tolerance == float(check_tolerance(dtype, real.support, real.k))
+    assert prepared.tolerance <= float(check_tolerance(dtype, real.vocab, real.k))
+    if dtype == "float32":  # the V-wide band was 0.0272: no sample size reached 0.02 there
+        assert prepared.tolerance < 0.002 < float(check_tolerance(dtype, real.vocab, real.k))
+    dense = default_suite()[0].realise(dtype)  # a dense scenario keeps its full width
+    assert dense.support == dense.vocab

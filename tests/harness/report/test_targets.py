@@ -80,7 +80,10 @@ def test_a_target_report_has_one_row_per_dtype_and_renders_the_answer_first(tmp_
     shown = next(b for b in blocks if isinstance(b, Table))
     # a drift column only where some check measured drift (these FAILs settle after a few rows); one device: dropped
     assert ("drift (interval)" in shown.header) == any(r["detail"].get("drift") for r in rows.values())
-    assert "device" not in shown.header and "V judged" in shown.header
+    assert "device" not in shown.header and "V judged" in shown.header and "acceptance sites" in shown.header
+    sites = shown.rows[0][shown.header.index("acceptance sites")]
+    assert sites.startswith("4 sites, zero coin missed w.p. <=")  # the batched draft positions, from the JSON
+    assert rows[f"check/{target}/float32/batched@cpu"]["detail"]["coverage"]["contract"] == "batched"
     assert shown.colours == ["unexpected", "unexpected"]
     assert "2 of 2 checks of your code FAIL" in terminal_summary(document)
 

@@ -27,10 +27,11 @@ from specproof.proofs.laws.step_rules import StepRule, get_step_rule
 from specproof.harness.check.calls import call_verifier, validate_output
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN, first_true
 from specproof.harness.check.contracts.batched.families import EventFamily, build_families
-from specproof.harness.check.contracts.batched.scenarios import Realisation, Scenario, default_suite as scenario_suite
+from specproof.harness.check.contracts.batched.scenarios import (ZERO_SITE_POSITIONS, Realisation, Scenario,
+                                                                 default_suite as scenario_suite, zero_site_ladder)
 from specproof.harness.exact.tolerances import Precision, check_tolerance
 
-__all__ = ["BatchedScenario", "default_suite", "prepare", "injection_scenarios", "zero_target_scenarios",
+__all__ = ["BatchedScenario", "default_suite", "prepare", "injection_scenarios", "zero_target_scenarios", "coverage",
            "ZERO_TOKEN", "MISMATCH", "INJECTION_ROWS"]
 
 MISMATCH = "emitted tokens before the last that are not the drafted ones"
@@ -140,9 +141,23 @@ def prepare(scenario: Scenario, options: Any, device: torch.device) -> BatchedSc
 
 
 def zero_target_scenarios(dtype: str = "float32") -> list[Scenario]:
-    """Default-suite scenarios (small vocabularies) with a draftable token of target probability 0."""
+    """Default-suite scenarios (small vocabularies) with a draftable token of target probability 0, and the
+    zero-site ladders that put one at each later draft position (:mod:`.sites`: every position of the
+    default suite is met)."""
     return [s for s in scenario_suite(large_vocab=0, vocab=())
-            if BatchedScenario(s.realise(dtype), None).has_target_zeros]
+            if BatchedScenario(s.realise(dtype), None).has_target_zeros] + \
+        [zero_site_ladder(j) for j in ZERO_SITE_POSITIONS]
+
+
+def coverage(suite: Sequence[Scenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
+    """The acceptance-site coverage of a batched check (:func:`.sites.batched_coverage`); ``injection``:
+    the run's :class:`..injection.InjectionResult` (None: not run)."""
+    from specproof.harness.check.contracts.batched.sites import batched_coverage
+    from specproof.harness.check.contracts.coverage import injected_rows
+
+    fraction, injected = injected_rows(injection)
+    reals = [s.realise(options.dtype) for s in zero_target_scenarios(options.dtype)]
+    return batched_coverage(suite, reals, fraction, injected, probe_rows)
 
 
 def injection_scenarios(prepared: Sequence[BatchedScenario], options: Any, device: torch.device) -> list[BatchedScenario]:

@@ -37,7 +37,8 @@ from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair
 from specproof.harness.exact.dtypes import TORCH_DTYPES
 from specproof.harness.exact.rounded import RoundedPair, exact_sum
 
-__all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "CERTAINTY_PROBE"]
+__all__ = ["Scenario", "Realisation", "default_suite", "scenario_strategy", "CERTAINTY_PROBE", "zero_site_ladder",
+           "ZERO_SITE_POSITIONS"]
 
 DYADIC_RESOLUTION = 256  # small random tables use multiples of 1/256: exact in every dtype, bf16 too
 DYADIC_MAX_VOCAB = 64
@@ -333,6 +334,23 @@ def _default_suite(large_vocab: int, vocab: tuple[int, ...]) -> tuple[Scenario, 
     from specproof.harness.check.contracts.batched.tiled import tiled_scenario
 
     return tuple(_build_default_suite(large_vocab)) + tuple(tiled_scenario(v) for v in vocab)
+
+
+ZERO_SITE_POSITIONS = (2, 3, 4)  # draft position 1 is met by the default suite's zero-target scenarios
+
+
+def zero_site_ladder(position: int) -> Scenario:
+    """A scenario whose only token of target probability 0 is tried at draft ``position`` (``K = position``,
+    ``V = 2``): every earlier draft has ``p == q`` (always accepted), the site's draft row puts 3/4 on the
+    target's zero.  An injected zero coin meets the site in ``3/4 f`` of the rows (the RNG edge injection
+    runs on it: :mod:`.sites`)."""
+    if position < 1:
+        raise SpecproofInputError("position", f"{position} is not a draft position", "pass 1 or more")
+    half = [0.5, 0.5]
+    target = np.array([[half]] * (position - 1) + [[[0.0, 1.0]]] + [[half]])
+    draft = np.array([[half]] * (position - 1) + [[[0.75, 0.25]]])
+    return Scenario(f"zero site at draft position {position}", "every earlier draft accepted; the site's draft is "
+                    "a token of target probability 0 w.p. 3/4", target, draft, ("edge", "zero-site"))
 
 
 def default_suite(*, large_vocab: int = 1000, vocab: Sequence[int] | None = None) -> list[Scenario]:

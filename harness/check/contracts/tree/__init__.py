@@ -1,8 +1,8 @@
 """The tree contract: ``verify(parents, draft_probs, target_probs, node_tokens, generator) -> emitted``.
 
-The signature and output contract are :mod:`..tree_contract`'s; the scenarios
-(:func:`..tree_scenarios.default_tree_suite`: i.i.d., distinct and top-k siblings, depth 1 and 3) draw
-node tokens from the exact sibling laws; the families and band are :mod:`..tree_streams`'.  Impossible
+The signature and output contract are :mod:`.signature`'s; the scenarios
+(:func:`.scenarios.default_tree_suite`: i.i.d., distinct and top-k siblings, depth 1 and 3) draw
+node tokens from the exact sibling laws; the families and band are :mod:`.families`'.  Impossible
 outcomes, certain: a token of target probability 0 at its emitted prefix, and tokens before the last
 that leave the row's tree.  ``siblings`` keeps the scenarios of those sibling modes (default: the
 modes the target declares, e.g. an adapter's, else all).  The suite starts with the zero-site ladders
@@ -46,14 +46,9 @@ def default_suite(options: Any) -> list[TreeScenario]:
 def coverage(suite: Sequence[TreeScenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
     """The acceptance-site coverage of a tree check (:func:`.ladders.tree_coverage`); ``injection``: the
     run's :class:`..injection.InjectionResult` (None: not run)."""
-    from fractions import Fraction
+    from specproof.harness.check.contracts.coverage import injected_rows
 
-    injected: dict[str, int] = {}
-    fraction = Fraction(1, 16)
-    if injection is not None:
-        skipped = {entry.split(":")[0] for entry in injection.not_run}
-        injected = {name: injection.rows for name in injection.scenarios if name not in skipped}
-        fraction = injection.fraction
+    fraction, injected = injected_rows(injection)
     modes = [m for m in SIBLING_MODES if any(s.scheme == m for s in suite)]
     return tree_coverage(suite, fraction, injected, probe_rows, modes)
 

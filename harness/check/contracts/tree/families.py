@@ -19,7 +19,7 @@ variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``.
 
 Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the
 harness's exact tables), and tokens before the last that leave the row's tree
-(:func:`.tree_contract.off_tree_rows`).
+(:func:`.signature.off_tree_rows`).
 """
 
 from __future__ import annotations

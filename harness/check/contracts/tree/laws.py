@@ -1,6 +1,6 @@
 """Exact laws of one tree verification round (ints and Fractions only).
 
-A tree of ``N`` nodes (``parents``, :mod:`.tree_contract`) over a :class:`ToyPair` with ``k = D``
+A tree of ``N`` nodes (``parents``, :mod:`.signature`) over a :class:`ToyPair` with ``k = D``
 (the depth): node ``i`` at depth ``d`` holds a token drawn from its *sibling row*, a law over the
 vocabulary that depends on the path to its parent ``s`` and on its earlier siblings (scheme):
 

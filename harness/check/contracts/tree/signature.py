@@ -29,7 +29,7 @@ Checked here (:func:`validate_tree_output`, a violation is a :class:`ContractVio
 a tensor of shape ``[B, D+1]``, int64, readable on the CPU, ids in ``[-1, V)``, at least one token
 per row, no ``-1`` holes.  Not a usage error but a certain finding (:func:`off_tree_rows`): emitted
 tokens before the last that do not follow a root-to-node path of the row's tree; an emitted token
-of target probability 0 is certain as well (the scenario's law says so, :mod:`.tree_streams`).
+of target probability 0 is certain as well (the scenario's law says so, :mod:`.families`).
 """
 
 from __future__ import annotations
