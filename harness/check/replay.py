@@ -43,7 +43,7 @@ from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.contracts import get_contract
 from specproof.harness.check.diagnosis import FailingCall
-from specproof.harness.check.options import MAX_ROWS_PER_SCENARIO, MIN_ROWS
+from specproof.harness.check.options import CI_MAX_DETECTABLE_TV, MAX_ROWS_PER_SCENARIO, MIN_ROWS
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
 
 __all__ = ["rerun_line", "target_name", "save_failure", "snippet", "fixed_row_snippet", "fixed_row_settings",
@@ -78,7 +78,8 @@ def rerun_line(target: str | None, options: Any, adapter: str | None = None) -> 
         words += ["--samples", str(options.samples)]
     elif options.level != "default":
         words += ["--thorough"] if options.level == "thorough" else ["--level", options.level]
-    if options.max_detectable_tv != DEFAULT_MAX_DETECTABLE_TV:
+    level_tv = CI_MAX_DETECTABLE_TV if options.samples is None and options.level == "ci" else DEFAULT_MAX_DETECTABLE_TV
+    if options.max_detectable_tv != level_tv:  # --level ci states its own bound
         words += ["--max-detectable-tv", f"{options.max_detectable_tv:g}"]
     if options.max_drift is not None:
         words += ["--max-drift", f"{options.max_drift:g}"]

@@ -56,6 +56,20 @@ def test_a_statistical_fail_reruns_to_the_same_first_finding(tmp_path, capsys):
     assert a["rows_at_first_flag"] == b["rows_at_first_flag"] == b["rows"]
 
 
+def test_the_ci_level_s_rerun_line_does_not_restate_its_bound_and_builds_the_same_options():
+    from specproof.harness.check.options import CheckOptions
+    from specproof.harness.check.replay import rerun_line
+    from specproof.harness.cli.check import _options
+    from specproof.harness.cli.parser import build_parser
+
+    for given in ({"level": "ci"}, {"level": "ci", "max_detectable_tv": 0.05}, {"samples": 500, "level": "ci"}):
+        options = CheckOptions.build("batched", **given)
+        words = shlex.split(rerun_line("m:f", options))
+        again = _options(build_parser().parse_args(words[1:]), "batched")  # as the command builds them
+        assert (again.max_detectable_tv, again.samples) == (options.max_detectable_tv, options.samples), words
+    assert "--max-detectable-tv" not in rerun_line("m:f", CheckOptions.build("batched", level="ci"))
+
+
 def _pytest(path):
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
                           capture_output=True, text=True, cwd=path.parent, timeout=300)
