@@ -289,6 +289,7 @@ def _save_fixed_rows(result: Any, target: Callable[..., Any], folder: Path, targ
     """The fixed-row check of the first scenario, among those whose findings showed soonest, that FAILs
     at N, 2N or 4N rows, written as a test (module docstring); None when none does."""
     first: dict[str, Any] = {}  # scenario -> its finding that showed after the fewest rows
+    vocab = {report.name: report.vocab for report in result.scenarios}
     for report in result.scenarios:
         for finding in report.findings:
             if report.name not in first or finding.rows < first[report.name].rows:
@@ -296,7 +297,7 @@ def _save_fixed_rows(result: Any, target: Callable[..., Any], folder: Path, targ
     settings = fixed_row_settings(options)
     contract = options.contract.name
     given = {s.name: s for s in options.scenarios or ()}
-    for name in sorted(first, key=lambda n: first[n].rows)[:REPLAY_SCENARIOS]:
+    for name in sorted(first, key=lambda n: (first[n].rows, vocab[n]))[:REPLAY_SCENARIOS]:  # fewest rows, smallest V
         scenario = _default_scenario(contract, name, settings)
         if scenario is None or (given and given.get(name) is not scenario):
             continue  # a scenario the run was given: the test could not name it

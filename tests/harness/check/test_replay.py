@@ -122,6 +122,24 @@ def test_a_statistical_finding_is_saved_as_a_fixed_row_check_that_fails_on_the_b
     assert passed.returncode == 0, passed.stdout
 
 
+def test_a_tree_finding_is_saved_as_a_fixed_row_check_with_the_tree_options(tmp_path, capsys):
+    """The tree contract keeps no failing call: its findings (this mutant's is statistical, on 'tree-distinct-star')
+    get the fixed-row check, under the run's sibling mode; it fails on the mutant and passes on the exact walk."""
+    module = tmp_path / "my_tree.py"
+    module.write_text("from specproof.impls.verifiers.tree_mutants import tree_iid_assumed as verify\n")
+    case = tmp_path / "case"
+    assert main(["check", f"{module}:verify", "--contract", "tree", "--siblings", "distinct", "--samples", "3000",
+                 "--no-inject", "--quiet", "--save-failure", str(case)]) == 1
+    assert "Smallest failing case saved: " in capsys.readouterr().out
+    test = case / "test_specproof_failure.py"
+    text = test.read_text()
+    assert _snippet_value(text, "CONTRACT") == "tree" and _snippet_value(text, "SETTINGS")["siblings"] == ("distinct",)
+    assert _pytest(test).returncode == 1
+    module.write_text("from specproof.impls.verifiers.tree_rrs import tree_walk as verify\n")  # the fix
+    passed = _pytest(test)
+    assert passed.returncode == 0, passed.stdout
+
+
 def test_the_api_saves_a_statistical_finding_with_the_run_s_settings(tmp_path):
     """Through the driver (the pytest fixture's path): the run's dtype and bound reach the fixed-row check."""
     result = check(get("resample-from-target").fn, samples=2000, inject=False, max_detectable_tv=0.05,
