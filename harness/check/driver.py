@@ -118,7 +118,7 @@ def _checked_and_saved(target: Callable[..., Any], options: CheckOptions, save_f
     if save_failure is not None and result.flagged:
         from specproof.harness.check.replay import save_failure as save
 
-        result.saved = [str(p) for p in save(result, target, save_failure) or ()]
+        result.saved = [str(p) for p in save(result, target, save_failure, options=options) or ()]
     return result.settle() if settle else result
 
 

@@ -17,6 +17,18 @@ emitted tokens, the failing rows) and ``test_specproof_failure.py``, a plain pyt
 verifier on those inputs and asserts, with torch alone, that every emitted token has positive target
 probability at its position and that the tokens before the last are the drafts.  It fails on the
 buggy verifier and passes once it is fixed; it uses none of specproof's statistics.  Batched contract.
+
+A finding of the statistics without such a call (a statistical finding, or a certain one of the tree or
+generate contract) gets a *fixed-row check* instead (:func:`fixed_row_snippet`): ``specproof.check`` of that
+one scenario at ``N`` rows with the run's seed, dtype, device and band settings, ``N`` the scenario's rows
+when the finding showed, rounded up (:func:`rounded_up`).  Alone in its check the scenario draws other
+rows than it did among the suite (its stream number changes, :func:`.driver.stream_numbers`), so
+:func:`save_failure` runs that check first, at ``N``, ``2 N`` and ``4 N`` rows, on the scenarios of the
+findings that showed soonest, and writes the first one that FAILs: the test then FAILs on the same
+verifier bit for bit (every row is a function of the seed), and a lossless verifier FAILs it with
+probability at most ``alpha``.  Nothing is written when no such check FAILs, for findings of the RNG edge
+injection or the reproducibility pair alone (the rerun line reproduces those), or for a scenario the run
+was given that is not in its contract's default suite (the test names its scenario).
 """
 
 from __future__ import annotations
@@ -29,13 +41,18 @@ import numpy as np
 
 from specproof.errors import SpecproofInputError
 
+from specproof.harness.check.contracts import get_contract
 from specproof.harness.check.diagnosis import FailingCall
-from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV
+from specproof.harness.check.options import CI_MAX_DETECTABLE_TV, MAX_ROWS_PER_SCENARIO, MIN_ROWS
+from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
 
-__all__ = ["rerun_line", "target_name", "save_failure", "snippet", "round_violations", "SNIPPET_NAME", "DATA_NAME"]
+__all__ = ["rerun_line", "target_name", "save_failure", "snippet", "fixed_row_snippet", "fixed_row_settings",
+           "rounded_up", "round_violations", "SNIPPET_NAME", "DATA_NAME", "REPLAY_FACTORS", "REPLAY_SCENARIOS"]
 
 SNIPPET_NAME = "test_specproof_failure.py"
 DATA_NAME = "failure.pt"
+REPLAY_FACTORS = (1, 2, 4)  # a fixed-row check is tried at N, 2N, 4N rows (module docstring)
+REPLAY_SCENARIOS = 3  # on the scenarios of the first findings, at most this many
 
 
 def target_name(target: Callable[..., Any]) -> str | None:
@@ -61,7 +78,8 @@ def rerun_line(target: str | None, options: Any, adapter: str | None = None) -> 
         words += ["--samples", str(options.samples)]
     elif options.level != "default":
         words += ["--thorough"] if options.level == "thorough" else ["--level", options.level]
-    if options.max_detectable_tv != DEFAULT_MAX_DETECTABLE_TV:
+    level_tv = CI_MAX_DETECTABLE_TV if options.samples is None and options.level == "ci" else DEFAULT_MAX_DETECTABLE_TV
+    if options.max_detectable_tv != level_tv:  # --level ci states its own bound
         words += ["--max-detectable-tv", f"{options.max_detectable_tv:g}"]
     if options.max_drift is not None:
         words += ["--max-drift", f"{options.max_drift:g}"]
@@ -80,6 +98,9 @@ def rerun_line(target: str | None, options: Any, adapter: str | None = None) -> 
     line = " ".join(shlex.quote(w) for w in words)
     if target is None:
         line += "   (TARGET: your verifier as package.module:function or path.py:function)"
+    if options.scenarios is not None:
+        line += ("   (NOT this run: its scenarios were given in Python (scenarios=); the command runs the "
+                 "contract's default suite)")
     if options.time_budget is not None:
         line += ("   (NOT bit for bit: --time-budget sets the rows from the clock; rerun with --samples "
                  "to fix them)")
@@ -126,9 +147,9 @@ def _smallest(target: Callable[..., Any], call: FailingCall) -> tuple[Any, Any, 
                               "make the verifier draw only from its generator argument")
 
 
-def snippet(target: str | None, data: str = DATA_NAME) -> str:
-    """The generated pytest test (module docstring): ``target`` is ``module:function`` (or None: the test
-    then names where to put the verifier)."""
+def _load(target: str | None) -> str:
+    """The lines of a generated test that bind ``verify`` to ``target`` (``module:function`` or
+    ``path.py:function``; None: an import to replace)."""
     if target is not None and ":" in target:
         module, name = target.split(":", 1)
         if module.endswith(".py"):
@@ -141,6 +162,13 @@ def snippet(target: str | None, data: str = DATA_NAME) -> str:
                 f"import {module} as _mod\nverify = _mod.{name}"
     else:
         load = "from my_runtime import verify  # your verifier: replace this import"
+    return load
+
+
+def snippet(target: str | None, data: str = DATA_NAME) -> str:
+    """The generated pytest test of a certain finding's failing call (module docstring): ``target`` is
+    ``module:function`` (or None: the test then names where to put the verifier)."""
+    load = _load(target)
     return f'''"""A failing case specproof saved: the verifier emits a token the target rules out.
 
 Generated by specproof --save-failure.  Plain torch: no statistics; it fails while the bug is there and
@@ -173,17 +201,130 @@ def test_emits_only_tokens_the_target_allows():
 '''
 
 
+def rounded_up(rows: int) -> int:
+    """``rows`` rounded up to two significant digits, at least ``MIN_ROWS`` and at most the rows a
+    check accepts per scenario: 353 -> 360, 1588 -> 1600, 4 -> 64."""
+    rows = max(int(rows), MIN_ROWS)
+    step = 10 ** max(len(str(rows)) - 2, 0)
+    return min(-(-rows // step) * step, MAX_ROWS_PER_SCENARIO)
+
+
+def fixed_row_settings(options: Any) -> dict[str, Any]:
+    """The run's settings that a fixed-row check of one of its scenarios keeps (module docstring): what
+    decides its rows (seed, dtype, device), its band and threshold, and which suite holds the scenario;
+    plain values, so that the generated test can spell them."""
+    out: dict[str, Any] = {"dtype": options.dtype, "device": str(options.device), "seed": options.seed}
+    if options.alpha != 1e-6:
+        out["alpha"] = options.alpha
+    if options.max_detectable_tv != DEFAULT_MAX_DETECTABLE_TV:
+        out["max_detectable_tv"] = options.max_detectable_tv
+    if options.max_drift is not None:
+        out["max_drift"] = options.max_drift
+    if options.timeout != DEFAULT_TIMEOUT:
+        out["timeout"] = options.timeout
+    if options.rule is not None:
+        out["rule"] = str(getattr(options.rule, "name", options.rule))
+    for name in ("vocab", "siblings", "models", "sampling", "new_tokens"):
+        if getattr(options, name) is not None:
+            out[name] = getattr(options, name)
+    return out
+
+
+def _default_scenario(contract: str, name: str, settings: dict[str, Any]) -> Any:
+    """The scenario named ``name`` in the contract's default suite under ``settings`` (None: not there),
+    looked up as the generated test looks it up."""
+    from specproof.harness.check.options import CheckOptions
+
+    suite = get_contract(contract).implementation().default_suite(CheckOptions.build(contract, **settings))
+    return next((s for s in suite if s.name == name), None)
+
+
+def _fixed_row_check(target: Callable[..., Any], contract: str, scenario: Any, rows: int,
+                     settings: dict[str, Any]) -> Any:
+    """The check the generated test runs (:func:`fixed_row_snippet`), in this process."""
+    from specproof.harness.check.driver import check
+
+    return check(target, contract, scenarios=[scenario], samples=rows, fail_fast=True, inject=False,
+                 progress=False, **settings)
+
+
+def fixed_row_snippet(target: str | None, contract: str, scenario: str, rows: int, settings: dict[str, Any],
+                      finding: str = "") -> str:
+    """The generated pytest test of a finding without a failing call (module docstring): ``specproof.check``
+    of ``scenario`` alone at ``rows`` rows under ``settings`` (:func:`fixed_row_settings`); ``finding``:
+    the run's finding, quoted in a comment."""
+    imports = "import specproof" + ("\nfrom specproof.harness import Sampling" if "sampling" in settings else "")
+    quoted = "".join(f"#   {line}\n" for line in finding.splitlines())
+    quoted = f"# the run's finding on this scenario:\n{quoted}\n" if quoted else ""
+    return f'''"""A failing case specproof saved: a check of one scenario at a fixed number of rows.
+
+Generated by specproof --save-failure.  specproof.check of scenario {scenario!r} alone at {rows} rows,
+with the run's seed, dtype and device: the same rows on every run, so it FAILs while the bug is there
+and passes (no finding) once it is fixed; a lossless verifier fails it with probability at most
+alpha ({settings.get("alpha", 1e-6):g}).  The finding of the run it comes from is quoted below.
+"""
+
+{imports}
+
+{_load(target)}
+
+{quoted}CONTRACT = {contract!r}
+SCENARIO = {scenario!r}
+ROWS = {rows}
+SETTINGS = {settings!r}
+
+
+def test_no_finding_on_the_scenario_that_failed():
+    options = specproof.CheckOptions.build(CONTRACT, **SETTINGS)
+    suite = specproof.CONTRACTS[CONTRACT].implementation().default_suite(options)
+    scenario = next(s for s in suite if s.name == SCENARIO)
+    result = specproof.check(verify, CONTRACT, scenarios=[scenario], samples=ROWS, fail_fast=True, inject=False,
+                             progress=False, **SETTINGS)
+    assert not result.flagged, result.summary(more=None)
+'''
+
+
+def _save_fixed_rows(result: Any, target: Callable[..., Any], folder: Path, target_spec: str | None,
+                     options: Any) -> list[Path] | None:
+    """The fixed-row check of the first scenario, among those whose findings showed soonest, that FAILs
+    at N, 2N or 4N rows, written as a test (module docstring); None when none does."""
+    first: dict[str, Any] = {}  # scenario -> its finding that showed after the fewest rows
+    vocab = {report.name: report.vocab for report in result.scenarios}
+    for report in result.scenarios:
+        for finding in report.findings:
+            if report.name not in first or finding.rows < first[report.name].rows:
+                first[report.name] = finding
+    settings = fixed_row_settings(options)
+    contract = options.contract.name
+    given = {s.name: s for s in options.scenarios or ()}
+    for name in sorted(first, key=lambda n: (first[n].rows, vocab[n]))[:REPLAY_SCENARIOS]:  # fewest rows, smallest V
+        scenario = _default_scenario(contract, name, settings)
+        if scenario is None or (given and given.get(name) is not scenario):
+            continue  # a scenario the run was given: the test could not name it
+        for factor in REPLAY_FACTORS:
+            rows = min(rounded_up(first[name].rows) * factor, MAX_ROWS_PER_SCENARIO)
+            if _fixed_row_check(target, contract, scenario, rows, settings).flagged:
+                folder.mkdir(parents=True, exist_ok=True)
+                test = folder / SNIPPET_NAME
+                test.write_text(fixed_row_snippet(target_spec or target_name(target), contract, name, rows,
+                                                  settings, first[name].line()))
+                return [test]
+    return None
+
+
 def save_failure(result: Any, target: Callable[..., Any], directory: str | Path,
-                 target_spec: str | None = None) -> list[Path] | None:
-    """Write the smallest failing case of ``result``'s first certain finding under ``directory``
-    (module docstring); None when the run kept no failing call (a statistical finding, another
-    contract, or an injection finding: the rerun line reproduces those)."""
+                 target_spec: str | None = None, options: Any = None) -> list[Path] | None:
+    """Write the smallest failing case of ``result`` under ``directory`` (module docstring): a certain
+    finding's failing call as ``failure.pt`` and a plain torch test; else, given the run's ``options``
+    (:class:`.options.CheckOptions`), a fixed-row check of one scenario as a test.  None when nothing
+    reproduces it that way (findings of the injection or the reproducibility pair alone: the rerun
+    line reproduces those)."""
     import torch
 
     calls: Sequence[FailingCall] = [c for c in result.failing_calls if c.prepared.__class__.__name__ ==
                                     "BatchedScenario"]
     if not calls:
-        return None
+        return None if options is None else _save_fixed_rows(result, target, Path(directory), target_spec, options)
     call = min(calls, key=lambda c: c.stream_row)
     draft, target_probs, ids, out = _smallest(target, call)
     folder = Path(directory)

@@ -238,11 +238,11 @@ def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -
     unsaved = None
     if args.save_failure and result.flagged:
         with watch(check_options.timeout, "the replay of the failing call (--save-failure)", interrupted=False):
-            saved = None if args.adapter else save_failure(result, target, args.save_failure, args.target)
+            saved = None if args.adapter else save_failure(result, target, args.save_failure, args.target, check_options)
         result.saved = [str(p) for p in saved or ()]
         if saved is None:
             unsaved = ("--save-failure: nothing written (" + ("the case is saved in the batched layout, not an "
-                       "adapter's" if args.adapter else "no certain finding of the statistics to reduce; the "
+                       "adapter's" if args.adapter else "no finding of the statistics that a check of one scenario reproduces; the "
                        "rerun line reproduces this FAIL") + ")")
     return result.settle(), name, unsaved
 
