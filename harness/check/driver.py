@@ -94,9 +94,9 @@ def check(target: Callable[..., Any], contract: str = "batched", *, in_process: 
     ``in_process=False``: the check runs in a supervised child (:mod:`.supervise`; the pytest fixtures'
     default), where the target's ``os._exit``, death, hang, lingering thread or ``chdir`` is a
     :class:`.supervise.SupervisedError` naming it, and ``timeout`` is enforced on any thread.
-    ``save_failure``: a folder where a certain finding's smallest failing case and a plain pytest test
-    reproducing it are written (:func:`.replay.save_failure`; the target runs once more there, in the
-    same process as the check)."""
+    ``save_failure``: a folder where a plain pytest test reproducing the FAIL is written
+    (:func:`.replay.save_failure`: a certain finding's smallest failing case, else a fixed-row check of
+    the flagged scenario; the target runs again there, in the same process as the check)."""
     built = CheckOptions.build(contract, **options)
     if in_process:
         return _checked_and_saved(target, built, save_failure, settle=False)

@@ -19,8 +19,8 @@ def assert_lossless(target: Callable[..., Any], contract: str = "batched", *, sa
     diagnosis, ``Mismatched events: k / n (p%)``, at most 10 findings (observed vs exact, tolerance,
     evidence and threshold), and the detectable TV.  ``contract`` and ``options`` are :func:`check`'s.
     Returns the result when the target passes.  Every finding is listed (a JUnit report has no --json to
-    point to); ``save_failure``: a folder where a certain finding's smallest failing case and a plain
-    pytest test reproducing it are written (:func:`.replay.save_failure`)."""
+    point to); ``save_failure``: a folder where a plain pytest test reproducing the FAIL is written
+    (:func:`.replay.save_failure`: a certain finding's smallest failing case, else a fixed-row check)."""
     __tracebackhide__ = True
     result = check(target, contract, save_failure=save_failure, **options)
     if not result.passed:

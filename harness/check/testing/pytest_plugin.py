@@ -13,9 +13,9 @@ below).  Fixtures:
   a usage error);
 * ``specproof_assert_lossless(verify, **overrides)`` - the same, raising ``AssertionError`` with every
   finding when drift beyond the band (derived, worst case, or max_drift) is detected, or the verdict when the
-  run was UNDERPOWERED (its detectable TV above the stated bound); on a certain finding the smallest failing
-  case and a plain pytest test reproducing it are saved under the test's ``tmp_path`` (the message says
-  where).
+  run was UNDERPOWERED (its detectable TV above the stated bound); on a FAIL a plain pytest test reproducing
+  it (a certain finding's smallest failing case, else a fixed-row check) is saved under the test's
+  ``tmp_path`` (the message says where).
 
 Marker: ``@pytest.mark.specproof`` (registered here) selects these tests (``-m specproof``).
 
