@@ -23,6 +23,8 @@ AOT-autograd's runtime wrappers, Triton's ``JITFunction``.
 
 from __future__ import annotations
 
+import functools
+
 import os
 import sys
 from dataclasses import dataclass, field
@@ -171,9 +173,20 @@ _COMPILED = ((os.path.join("torch", "_dynamo", "convert_frame.py"), "_compile"),
              (os.path.join("triton", "runtime", "jit.py"), "run"))
 
 
+@functools.lru_cache(maxsize=1)
+def _warm_dispatch_mode() -> None:
+    """Enter a dispatch mode once, unhooked: torch's first entry of one loads its machinery (about 2 s here,
+    4 s under the profile hook), a cost of this process, not of the verifier the probe times."""
+    import torch
+
+    with PrecisionProbe():
+        torch.ones(1) + 1
+
+
 def observe(call: Any) -> tuple[Observation, Any]:
     """Run ``call()`` under a :class:`PrecisionProbe` and a profile hook; ``(observation, output)``.  A frame of
     ``torch.compile``'s runtime, inductor or Triton marks the arithmetic unobservable."""
+    _warm_dispatch_mode()
     probe = PrecisionProbe()
     compiled: list[str] = []
 

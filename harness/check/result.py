@@ -420,7 +420,7 @@ class CheckResult:
                          f"certain findings whose real-generator rate is at most {top:.3g} per round; not part of "
                          "the verdict:")
             lines.extend(f"  accepted: {f.event}" for f in self.accepted_residues[:SHOWN_FINDINGS])
-        if self.coverage is not None:
+        if self.coverage is not None and self.verdict is not Verdict.FAIL:  # a FAIL needs no scope (JSON: kept)
             lines.extend(self.coverage.lines())
         lines.append(f"Time: verifier {self.verifier_seconds:.2f} s, harness {self.harness_seconds:.2f} s "
                      f"({100 * self.harness_share:.0f}% harness)")
