@@ -292,15 +292,16 @@ class CheckResult:
         """The run's diagnosis (:func:`.diagnosis.diagnose`: the bug class its evidence points to), or None;
         computed once (:meth:`settle`)."""
         if not self._settled:
-            self.settle()
+            from specproof.harness.check.diagnosis import diagnose
+
+            self._diagnosis, self._settled = diagnose(self, self.failing_calls), True
         return self._diagnosis
 
     def settle(self) -> "CheckResult":
         """Fix the diagnosis now and drop the failing calls it was read from (their scenarios and tensors):
-        what a supervised child sends back to the command is then the result alone."""
-        from specproof.harness.check.diagnosis import diagnose
-
-        self._diagnosis, self._settled = diagnose(self, self.failing_calls), True
+        what a supervised child sends back to the command is then the result alone.  Reading the
+        diagnosis alone (:meth:`diagnosed`) keeps them, for :func:`.replay.save_failure`."""
+        self.diagnosed()
         self.failing_calls = []
         return self
 
