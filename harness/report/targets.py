@@ -307,6 +307,19 @@ def _finding_cell(row: Row) -> str:
     return "-"
 
 
+def _leading_clauses(text: str, limit: int) -> str:
+    """``text`` cut after its last whole ``"; "``-separated clause within ``limit`` characters (the first
+    clause whole however long), with ``" ..."`` where something was cut: a summary line never ends mid-clause
+    ("... at token position")."""
+    clauses = text.split("; ")
+    kept = clauses[:1]
+    for clause in clauses[1:]:
+        if len("; ".join(kept + [clause])) > limit:
+            break
+        kept.append(clause)
+    return "; ".join(kept) + (" ..." if len(kept) < len(clauses) else "")
+
+
 def _ordered(document: dict[str, Any]) -> list[Row]:
     """The check rows by target, then dtype, each in the order the user named them (``--dtypes``; else
     narrowest first), then device."""
@@ -390,10 +403,12 @@ def target_banner_lines(document: dict[str, Any]) -> tuple[str, list[str], str] 
             where = r.dtype + ("" if r.input.endswith("@cpu") else f" on {r.input.rsplit('@', 1)[1]}")
             parts.append(f"{where} {r.verdict.upper()}")
         lines.append(f"{target}: " + ", ".join(parts))
+    causes: dict[tuple[str, str], list[str]] = {}  # one line per (target, cause), its dtypes named once
     for r in rows:
         if r.verdict in ("fail", "error"):
             why = r.detail.get("error") or (r.detail.get("diagnosis") or "").removeprefix("Diagnosis: ")
-            lines.append(f"{r.implementation} in {r.dtype}: {why[:220]}")
+            causes.setdefault((r.implementation, _leading_clauses(why, 220)), []).append(r.dtype)
+    lines += [f"{target} in {', '.join(dict.fromkeys(dtypes))}: {why}" for (target, why), dtypes in causes.items()]
     tone = "not-ok" if failing else "ok" if counts.get("pass", 0) == len(rows) else "caveat"
     return headline, lines, tone
 

@@ -85,7 +85,12 @@ def test_a_target_report_has_one_row_per_dtype_and_renders_the_answer_first(tmp_
     assert sites.startswith("4 sites, zero coin missed w.p. <=")  # the batched draft positions, from the JSON
     assert rows[f"check/{target}/float32/batched@cpu"]["detail"]["coverage"]["contract"] == "batched"
     assert shown.colours == ["unexpected", "unexpected"]
-    assert "2 of 2 checks of your code FAIL" in terminal_summary(document)
+    summary = terminal_summary(document)
+    assert "2 of 2 checks of your code FAIL" in summary
+    # one line per cause with its dtypes named once, cut only between whole clauses
+    cause = next(line for line in summary.splitlines() if "taken from the wrong row" in line)
+    assert f"{target} in float32, bfloat16: bonus token" in cause and summary.count("taken from the wrong row") == 1
+    assert cause.endswith(")") or cause.endswith(" ...")
 
 
 def _check_file(verdict: str = "pass", *, seed: int = 0, samples: int = 0, drift: tuple | None = None,
