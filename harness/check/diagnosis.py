@@ -15,7 +15,9 @@ diagnosis is chosen from what the run observed, never from what a dtype or a sce
    An injection finding is classified by the draw and the edge injected (a uniform of exactly 0).
 2. **Statistical.**  A known incorrect rule is named when its exact law predicts the observed
    excess-set means within noise (its misfit, ``rows * sum KL`` over the excess sets, below the
-   ``alpha`` quantile of the chi-square bound of Laurent and Massart 2000 for that many events); else
+   ``alpha`` quantile of the chi-square bound of Laurent and Massart 2000 for that many events; when
+   several rules fit, the closest is named first and the others' classes as alternatives: a short run
+   cannot tell apart rules whose laws agree on the excess sets it saw); else
    each finding is mapped to the class its family and position name (a correction floor, a tilt of
    every token, the bonus position ``K + 1``, another position) and the class with the most evidence
    (summed log e-values) wins.
@@ -150,10 +152,14 @@ class Diagnosis:
     why: str
     position: int | None = None
     k: int | None = None
+    alternatives: tuple[str, ...] = ()  # other bug classes the run's evidence fits as well as ``bug_class``
 
     @property
     def words(self) -> str:
-        return BUG_CLASSES[self.bug_class]
+        if not self.alternatives:
+            return BUG_CLASSES[self.bug_class]
+        return ("either " + ", or ".join(BUG_CLASSES[c] for c in (self.bug_class, *self.alternatives))
+                + " (each fits this run's evidence; more rows tell them apart)")
 
     def line(self) -> str:
         f = self.finding
@@ -165,8 +171,8 @@ class Diagnosis:
         return f"Diagnosis: {self.words}; seen on scenario '{f.scenario}'{at}; {self.why}"
 
     def as_json(self) -> dict[str, Any]:
-        return {"bug_class": self.bug_class, "words": self.words, "why": self.why, "position": self.position,
-                "k": self.k, "line": self.line()}
+        return {"bug_class": self.bug_class, "alternatives": list(self.alternatives), "words": self.words,
+                "why": self.why, "position": self.position, "k": self.k, "line": self.line()}
 
 
 def _draws(result: Any) -> list[dict[str, Any]]:
@@ -270,13 +276,20 @@ def diagnose(result: Any, calls: Sequence[FailingCall] = ()) -> Diagnosis | None
     flagged = sorted({f.rule for f in findings if f.rule is not None})
     fitting = [r for r in flagged if r in misfit and _fits_within_noise(misfit[r], events.get(r, 1), result.alpha)]
     if fitting:
-        rule = min(fitting, key=lambda r: misfit[r])
+        fitting.sort(key=lambda r: misfit[r])
+        rule = fitting[0]
         best = max((f for f in findings if f.rule == rule), key=lambda f: f.statistic)
         nats = result.evidence_by_rule().get(rule, 0.0)
-        return Diagnosis(RULE_CLASSES.get(rule, "position-law"), best,
-                         f"the exact law of the incorrect rule '{rule}' predicts the observed excess-set means within "
-                         f"noise (misfit {misfit[rule]:.0f} nats over {events.get(rule, 0)} events; evidence "
-                         f"{nats:.0f} nats)", best.position, ks.get(best.scenario))
+        cls = RULE_CLASSES.get(rule, "position-law")
+        others = tuple(dict.fromkeys(c for c in (RULE_CLASSES.get(r, "position-law") for r in fitting[1:]) if c != cls))
+        if len(fitting) == 1:
+            why = (f"the exact law of the incorrect rule '{rule}' predicts the observed excess-set means within "
+                   f"noise (misfit {misfit[rule]:.0f} nats over {events.get(rule, 0)} events; evidence {nats:.0f} nats)")
+        else:
+            fits = ", ".join(f"'{r}' (misfit {misfit[r]:.1f} nats over {events.get(r, 0)} events)" for r in fitting)
+            why = (f"the exact laws of the incorrect rules {fits} each predict the observed excess-set means within "
+                   f"noise; the closest is '{rule}' (evidence {nats:.0f} nats)")
+        return Diagnosis(cls, best, why, best.position, ks.get(best.scenario), others)
     unpredicted = [r for r in flagged if r not in misfit]  # a family without exact predictions (tree mutants)
     if unpredicted:
         evidence = result.evidence_by_rule()

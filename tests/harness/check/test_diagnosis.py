@@ -94,3 +94,23 @@ def test_a_token_no_row_allows_is_mass_on_zero_and_float16_multinomial_only_when
     assert classify_round_row(np.array([0, 2]), probs, np.array([0, 2, 3]), multinomial_float16=True) == \
         "multinomial-float16"
     assert classify_round_row(np.array([0, 2]), probs, np.array([3, -1, -1])) == "residual-zero-mass"
+
+
+def test_rules_a_short_run_cannot_tell_apart_are_named_together():
+    """100 rows of the scenario built against resampling from p: the laws of 'ensemble' and
+    'resample-from-target' both fit its excess sets within noise, so the diagnosis names both classes
+    instead of asserting the closer one; the default run (more rows) names resample-from-target alone."""
+    from specproof.harness.check.contracts import CONTRACTS
+    from specproof.harness.check.options import CheckOptions
+
+    options = CheckOptions.build("batched", dtype="float32", seed=0)
+    suite = CONTRACTS["batched"].implementation().default_suite(options)
+    scenario = next(s for s in suite if s.name == "adversarial resample-from-p")
+    result = check(get("resample-from-target").fn, scenarios=[scenario], samples=100, fail_fast=True, inject=False,
+                   progress=False, seed=0)
+    found = result.diagnosed()
+    classes = {found.bug_class, *found.alternatives}
+    assert classes == {"ensemble-rule", "rejected-token-resampled-from-target"}, result.diagnosis_line()
+    line = result.diagnosis_line()
+    assert line.startswith("Diagnosis: either ") and "more rows tell them apart" in line
+    assert found.as_json()["alternatives"] == list(found.alternatives)
