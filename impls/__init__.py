@@ -27,14 +27,14 @@ from specproof.impls.verifiers.compiled import (
 from specproof.impls.verifiers.greedy import greedy_verify
 from specproof.impls.verifiers.multidraft import multidraft_rrs
 from specproof.impls.processors import MinP, Processors, RepetitionPenalty, Temperature, TopK, TopP, VocabMask
-from specproof.impls.registry import CONTRACTS, RULES, Implementation, Registry
+from specproof.impls.registry import IMPLEMENTATION_CONTRACTS, RULES, Implementation, Registry
 from specproof.impls.kernels.sampling import draw_exponential_race, draw_inverse_cdf, draw_multinomial
 from specproof.impls.adapters.transformers_adapter import transformers_speculative_sampling
 from specproof.impls.verifiers.whitebox import WhiteboxStepLaw, step_log, step_product, step_ratio, step_residual_clamped
 from specproof.impls import zoo as mutants
 
 __all__ = [
-    "implementations", "get", "Implementation", "Registry", "CONTRACTS", "RULES",
+    "implementations", "get", "Implementation", "Registry", "IMPLEMENTATION_CONTRACTS", "RULES",
     "accept_ratio", "accept_product", "accept_log",
     "draw_multinomial", "draw_exponential_race", "draw_inverse_cdf",
     "canonical_ratio_multinomial", "canonical_ratio_race", "canonical_ratio_invcdf",

@@ -26,9 +26,12 @@ import torch
 from specproof.impls.contract import SUPPORTED_DTYPES
 from specproof.proofs.laws.implemented import IMPLEMENTED_RULES
 
-__all__ = ["Implementation", "Registry", "CONTRACTS", "RULES", "DEVICES", "source_text"]
+__all__ = ["Implementation", "Registry", "IMPLEMENTATION_CONTRACTS", "RULES", "DEVICES", "source_text"]
 
-CONTRACTS = ("batched", "uniforms", "whitebox", "multidraft")
+IMPLEMENTATION_CONTRACTS = ("batched", "uniforms", "whitebox", "multidraft")
+"""The calling conventions a record may declare as its ``contract`` (module docstring). Not the check's
+contract records (``specproof.CONTRACTS``: batched, tree, generate), of which only ``"batched"`` is one
+of these; the report and the drift grid measure the others."""
 RULES = IMPLEMENTED_RULES
 """The rules a record may name: the proofs' list (:data:`specproof.proofs.laws.implemented.IMPLEMENTED_RULES`)."""
 DEVICES = ("cpu", "cuda")
@@ -115,9 +118,9 @@ def _hash_sources(parts: Iterable[Callable]) -> str:
 def _check_record(record: Implementation) -> None:
     if not isinstance(record.name, str) or not record.name:
         raise ValueError(f"name={record.name!r}: give each implementation a non-empty string name.")
-    if record.contract not in CONTRACTS:
+    if record.contract not in IMPLEMENTATION_CONTRACTS:
         raise ValueError(f"contract={record.contract!r} for {record.name!r} is unknown; use one of "
-                         f"{', '.join(CONTRACTS)}.")
+                         f"{', '.join(IMPLEMENTATION_CONTRACTS)}.")
     if record.rule not in RULES:
         raise ValueError(f"rule={record.rule!r} for {record.name!r} is not in the rule catalogue; "
                          f"use one of {', '.join(RULES)}.")
@@ -180,8 +183,8 @@ class Registry:
                device: str = "cpu") -> tuple[Implementation, ...]:
         """Records matching every given filter, in registration order; with ``dtype``,
         ``expected_exact`` is the per-dtype label (:meth:`Implementation.expected_exact_on`)."""
-        if contract is not None and contract not in CONTRACTS:
-            raise ValueError(f"contract={contract!r} is unknown; use one of {', '.join(CONTRACTS)}.")
+        if contract is not None and contract not in IMPLEMENTATION_CONTRACTS:
+            raise ValueError(f"contract={contract!r} is unknown; use one of {', '.join(IMPLEMENTATION_CONTRACTS)}.")
 
         def exact(r: Implementation) -> bool:
             return r.expected_exact if dtype is None else r.expected_exact_on(dtype, device)

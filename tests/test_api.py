@@ -45,3 +45,17 @@ def test_check_and_assert_lossless_run_every_contract_through_one_entry():
         assert result.contract == contract and result.verdict is specproof.CheckVerdict.PASS, result.summary()
     with pytest.raises(AssertionError, match="UNDERPOWERED"):
         specproof.assert_lossless(canonical_ratio_race, samples=128, inject=False, progress=False)
+
+
+def test_a_name_exported_by_two_facades_means_one_thing():
+    """``specproof``, ``specproof.proofs``, ``.harness`` and ``.impls`` may share a name only for the same
+    object (``CONTRACTS`` once named the check's records in one and the implementations' calling
+    conventions in another)."""
+    import importlib
+    from itertools import combinations
+
+    facades = {name: importlib.import_module(name)
+               for name in ("specproof", "specproof.proofs", "specproof.harness", "specproof.impls")}
+    clashes = [(a, b, n) for (a, ma), (b, mb) in combinations(facades.items(), 2)
+               for n in set(ma.__all__) & set(mb.__all__) if getattr(ma, n) is not getattr(mb, n)]
+    assert not clashes, clashes

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import specproof.impls as impls
-from specproof.impls import CONTRACTS, RULES, Implementation, Registry, get, implementations
+from specproof.impls import IMPLEMENTATION_CONTRACTS, RULES, Implementation, Registry, get, implementations
 from specproof.impls.records import default_registry
 from specproof.impls.registry import source_text
 
@@ -28,7 +28,7 @@ def test_records_have_the_required_fields():
     records = implementations()
     assert len({r.name for r in records}) == len(records)
     for r in records:
-        assert callable(r.fn) and r.contract in CONTRACTS and r.rule in RULES
+        assert callable(r.fn) and r.contract in IMPLEMENTATION_CONTRACTS and r.rule in RULES
         assert isinstance(r.expected_exact, bool) and r.description
         assert set(r.dtypes) <= {torch.float16, torch.bfloat16, torch.float32, torch.float64}
         assert set(r.devices) <= {"cpu", "cuda"}
@@ -45,7 +45,7 @@ def test_registry_covers_the_issue():
     assert all(not get(name).expected_exact for name in ZOO)
     assert {r.rule for r in implementations()} | {r.bug_rule for r in implementations()
                                                    if r.bug_rule} == set(RULES)
-    assert {r.contract for r in implementations()} == set(CONTRACTS)
+    assert {r.contract for r in implementations()} == set(IMPLEMENTATION_CONTRACTS)
     for form in ("ratio", "product", "log"):
         for draw in ("multinomial", "race", "invcdf"):
             assert get(f"canonical-{form}-{draw}").expected_exact
