@@ -25,11 +25,14 @@ import torch
 
 from specproof.errors import SpecproofInputError
 
+from specproof.harness.check.contracts.coverage import injected_rows
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.generate.signature import call_generate
 from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
+from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.check.contracts.generate.scenarios import (PipelineScenario, pipeline_suite, with_sampling,
                                                                   zero_site_ladder)
+from specproof.harness.check.contracts.generate.sites import generate_coverage, site_positions, site_reach
 
 __all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]
 
@@ -123,9 +126,6 @@ def injection_scenarios(prepared: Sequence[GenerateScenarioPrepared], options: A
     """At most :data:`INJECTION_SCENARIOS` scenarios with target zeros, those tagged ``inject`` first, then the
     zero-site ladders of the round positions (:func:`.sites.site_positions`) those do not reach in every row
     (table models only: a ladder's models are tables)."""
-    from specproof.harness.check.contracts.generate.models import TablePair
-    from specproof.harness.check.contracts.generate.sites import site_positions, site_reach
-
     chosen = sorted((i for i, s in enumerate(prepared) if s.has_target_zeros),
                     key=lambda i: ("inject" not in prepared[i].scenario.tags, i))[:INJECTION_SCENARIOS]
     subjects = [prepared[i] for i in chosen]
@@ -140,10 +140,6 @@ def injection_scenarios(prepared: Sequence[GenerateScenarioPrepared], options: A
 def coverage(suite: Sequence[PipelineScenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
     """The acceptance-site coverage of a generate check (:func:`.sites.generate_coverage`); ``injection``: the
     run's :class:`..injection.InjectionResult` (None: not run)."""
-    from specproof.harness.check.contracts.coverage import injected_rows
-    from specproof.harness.check.contracts.generate.models import TablePair
-    from specproof.harness.check.contracts.generate.sites import generate_coverage
-
     fraction, injected = injected_rows(injection)
     cpu = torch.device("cpu")  # exact laws: the device does not matter
     tables = [prepare(s, options, cpu) for s in suite if isinstance(s.pair, TablePair)]
