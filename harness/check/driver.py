@@ -57,14 +57,13 @@ from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.diagnosis import FailingCall
 from specproof.harness.check.replay import rerun_line, target_name
 from specproof.harness.check.stats.engine import EngineRun, RowBatch, run_streams, verdict_for
-from specproof.harness.check.injection import InjectionResult, run_injection
+from specproof.harness.check.injection import InjectionResult, run_injection, scenario_passes
 from specproof.harness.check.options import MIN_ROWS, CheckOptions
 from specproof.harness.check.precision import choose_band
 from specproof.harness.check.scale.ray_engine import ShardFailure
 from specproof.harness.check.result import CheckResult, Finding, ScenarioReport, Verdict, interlude_note
 from specproof.harness.check.seeding import call_seed, generator, pair_seed, stream_seed
 from specproof.harness.check.stats.statistics import rows_to_see_rate
-from specproof.harness.exact.rng_edges import EDGE_LABELS
 
 __all__ = ["check", "run_check", "Stream", "stream_numbers", "rows_per_scenario", "smallest_budget",
            "REPRODUCIBILITY_ROWS", "SETTLE_FACTOR", "INJECTION_SECONDS", "INJECTION_MIN_ROWS", "PROBE_STREAMS", "injection_passes"]
@@ -165,9 +164,10 @@ def smallest_budget(suite: Sequence[Any], max_detectable_tv: float) -> int:
 
 
 def injection_passes(scenarios: int) -> int:
-    """The injection passes the interlude plans for: per scenario a baseline and one pass per edge of a
-    target drawing uniforms and exponentials (1 + 3 + 3)."""
-    return scenarios * (1 + len(EDGE_LABELS["uniform"]) + len(EDGE_LABELS["exponential"]))
+    """The injection passes the interlude plans for ``scenarios`` unrestricted scenarios: per scenario a baseline
+    and one pass per edge of a target drawing uniforms and exponentials (1 + 3 + 3; a scenario declaring
+    ``edge_labels`` takes fewer: :func:`.injection.scenario_passes`)."""
+    return scenarios * scenario_passes()
 
 
 class Stream:
@@ -308,7 +308,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
         injection_note = (f"RNG edge injection not run: its edge models cover torch's CPU and CUDA generators, "
                           f"not {device.type}")
     subjects = impl.injection_scenarios(prepared, options, device) if inject_here else []
-    passes = injection_passes(len(subjects))
+    passes = sum(scenario_passes(getattr(s, "edge_labels", None)) for s in subjects)  # ladders: their edge only
     interlude_passes = passes + 2  # the injection's passes and the reproducibility pair (each at most a pass)
     time_budget = options.time_budget
     share = INJECTION_SECONDS if time_budget is None else min(INJECTION_SECONDS, 0.1 * time_budget)

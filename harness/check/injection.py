@@ -57,7 +57,7 @@ from specproof.harness.check.result import DEFAULT_TIMEOUT
 from specproof.harness.exact.dtypes import DTYPES
 from specproof.harness.exact.reference import fraction_string
 from specproof.harness.exact.edge_models import EdgeModel, edge_model_for_device
-from specproof.harness.exact.rng_edges import DRAW_KINDS, EdgeValue
+from specproof.harness.exact.rng_edges import DRAW_KINDS, EDGE_LABELS, EdgeValue
 
 INJECTABLE_KINDS = DRAW_KINDS + ("multinomial",)  # multinomial: edges of its internal exponential keys
 _GENERATOR_DEVICES = ("cpu", "cuda")  # torch generators with an edge model (harness.exact.edge_models)
@@ -76,7 +76,7 @@ def _edge(device: Any, kind: str, dtype: str, label: str) -> EdgeValue | None:
     return next((e for e in model.edge_values(kind, dtype) if e.label == label), None)
 
 __all__ = ["EdgeInjection", "INJECTABLE_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
-           "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text"]
+           "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text", "scenario_passes"]
 
 DEFAULT_FRACTION = Fraction(1, 16)
 _CONTRACT = "broke the contract or raised"
@@ -334,6 +334,14 @@ class InjectionResult:
                 "edges_tried": [e.as_json() for e in self.edges_tried]}
 
 
+def scenario_passes(edge_labels: Sequence[str] | None = None) -> int:
+    """The passes one scenario takes for a target drawing uniforms and exponentials: its baseline and one per
+    edge label of each kind, only those of ``edge_labels`` where the scenario declares them (a zero-site
+    ladder: ``("zero",)``)."""
+    return 1 + sum(1 for kind in DRAW_KINDS for label in EDGE_LABELS[kind]
+                   if edge_labels is None or label in edge_labels)
+
+
 def kinds_drawn(records: Any, kinds: tuple[str, ...]) -> list[str]:
     """The kinds of ``kinds`` among the recorded draws, in ``INJECTABLE_KINDS`` order (uniform first:
     under a deadline the passes that catch the u == 0 family run first)."""
@@ -398,8 +406,11 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
             findings.append(InjectionFinding(name, problem, None, None, (), Fraction(0), rows, int(rows_flagged.sum()),
                                              same, run.example(base, base, first)))
     passes, tried = 0, []
+    restricted = getattr(run.subject, "edge_labels", None)  # a scenario built for one edge runs only its passes
     for kind in kinds_drawn(records, kinds):
         for label in _labels(edge_model_for_device(run.caller.device), kind):
+            if restricted is not None and label not in restricted:
+                continue
             if deadline is not None and not deadline.fits(rows):
                 not_run.append(f"{name}: {kind} edge '{label}'")
                 continue
@@ -445,8 +456,9 @@ def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype
     """The RNG edge injection on prepared scenarios of any contract (module docstring).
 
     Per scenario (inputs, target generator and global RNG seeded :func:`.seeding.injection_seed`): one
-    baseline pass (records the draws), then per injectable kind seen and per edge label one pass
-    injecting that edge into ``fraction`` of the entries; a pass that fails is run again and must give
+    baseline pass (records the draws), then per injectable kind seen and per edge label (those of the
+    scenario's ``edge_labels`` where it declares them) one pass injecting that edge into ``fraction`` of
+    the entries; a pass that fails is run again and must give
     the same output (``reproducible``).  Only rows that fail under injection and not in the baseline are
     credited to the edge; a problem the baseline shows is reported unaided.  A contract violation or an
     exception in the baseline pass is a usage error (raised); under injection it is a finding.

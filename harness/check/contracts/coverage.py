@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["SiteCoverage", "Coverage", "miss_probability", "injected_rows"]
+__all__ = ["SiteCoverage", "Coverage", "miss_probability", "injected_rows", "position_sites"]
 
 
 def miss_probability(per_row: Fraction | float, rows: int) -> float:
@@ -103,3 +103,28 @@ class Coverage:
         return {"contract": self.contract, "scope": self.scope, "worst_miss": self.worst_miss,
                 "sites": [s.as_json() for s in self.sites], "not_tested": list(self.not_tested),
                 "model": self.model}
+
+
+def position_sites(positions: int, reaches: Mapping[str, Sequence[Fraction]], fraction: Fraction,
+                   injected: Mapping[str, int], probe_rows: Mapping[str, int],
+                   name: Callable[[int], str], unreached: str = "no injection scenario tries a token of target "
+                   "probability 0 there") -> tuple[list[SiteCoverage], list[str]]:
+    """Sites ``1..positions`` of a contract whose injection scenarios each reach position ``j`` with a tried
+    token of target probability 0 w.p. ``reaches[scenario][j - 1]`` per row (before the injection's ``f``):
+    per site the covering scenarios, ``per_row = f max a``, and the miss ``prod_s (1 - f a_s)^R_s`` over
+    them (``R_s``: ``injected`` rows per pass, 0 when its passes did not run).  Returns the sites and the
+    ``not tested`` lines (``unreached``: why) of positions no scenario reaches."""
+    sites, missing = [], []
+    for position in range(1, positions + 1):
+        covering = [(scenario, reach[position - 1]) for scenario, reach in reaches.items()
+                    if len(reach) >= position and reach[position - 1] > 0]
+        if not covering:
+            missing.append(f"{name(position)}: {unreached}")
+            continue
+        rows = sum(injected.get(scenario, 0) for scenario, _ in covering)
+        log_miss = sum(injected.get(scenario, 0) * math.log1p(-float(fraction * a)) for scenario, a in covering)
+        sites.append(SiteCoverage(name(position), tuple(scenario for scenario, _ in covering),
+                                  max(fraction * a for _, a in covering), rows,
+                                  sum(probe_rows.get(scenario, 0) for scenario, _ in covering),
+                                  math.exp(log_miss) if rows else 1.0))
+    return sites, missing

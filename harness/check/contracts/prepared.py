@@ -5,7 +5,8 @@ law's event families and null band, the inputs of a batch of rows drawn from the
 generator, the target's arguments for that batch (fresh copies on every call), the output contract,
 and the impossible outcomes (per row, the first 1-based position at which something the exact law rules
 out was emitted).  The driver's stream, caller, reproducibility pair and RNG edge injection read only
-this protocol, so they are written once for every contract.
+this protocol, so they are written once for every contract.  A scenario built for one edge (a zero-site
+ladder) may also declare ``edge_labels``: the RNG edge injection then runs only those labels' passes on it.
 
 :class:`ContractModule` is what a contract's module (:attr:`.Contract.module`) defines.
 """

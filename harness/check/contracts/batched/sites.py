@@ -18,11 +18,10 @@ rows per pass).  Positions beyond every injection scenario's ``K`` are ``not tes
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any, Sequence
 
-from specproof.harness.check.contracts.coverage import Coverage, SiteCoverage
+from specproof.harness.check.contracts.coverage import Coverage, position_sites
 from specproof.harness.exact.convert import dyadic_array
 
 __all__ = ["site_reach", "batched_coverage", "site_name"]
@@ -72,21 +71,7 @@ def batched_coverage(suite: Sequence[Any], injection_reals: Sequence[Any], fract
     name, absent when its passes did not run; ``probe_rows``: the statistics' rows per scenario name)."""
     positions = max((s.k for s in suite), default=0)
     reaches = {r.scenario.name: site_reach(r) for r in injection_reals}
-    sites, missing = [], []
-    for position in range(1, positions + 1):
-        covering = [(name, reach[position - 1]) for name, reach in reaches.items()
-                    if len(reach) >= position and reach[position - 1] > 0]
-        if not covering:
-            missing.append(f"{site_name(position)}: no injection scenario tries a token of target probability 0 "
-                           "there")
-            continue
-        per_row = max(fraction * a for _, a in covering)
-        rows = sum(injected.get(name, 0) for name, _ in covering)
-        log_miss = sum(injected.get(name, 0) * math.log1p(-float(fraction * a)) for name, a in covering)
-        miss = math.exp(log_miss) if rows else 1.0
-        probe = sum(probe_rows.get(name, 0) for name, _ in covering)
-        sites.append(SiteCoverage(site_name(position), tuple(name for name, _ in covering), per_row, rows, probe,
-                                  miss))
+    sites, missing = position_sites(positions, reaches, fraction, injected, probe_rows, site_name)
     model = ("per row: the drafts before the site accepted with min(1, p/q) on the rounded rows, a drafted token "
              f"of target probability 0 at the site, its uniform injected to 0 (f = {fraction}); missed w.p. the "
              "product over the covering scenarios of (1 - a)^rows")

@@ -8,7 +8,10 @@ sampling setting or under ``sampling`` for all; the exact law of the ``N`` new t
 are :mod:`..pipeline_laws`'.  The pipeline chooses its own drafts: a batch is the prompt repeated.
 Impossible outcome, certain: a token the processed target gives probability 0 at its prefix.  The RNG
 edge injection runs on at most :data:`INJECTION_SCENARIOS` scenarios with such tokens, those tagged
-``inject`` first (a pass under the dispatch mode costs about ten plain ones).
+``inject`` first (a pass under the dispatch mode costs about ten plain ones), and on the zero-site ladders
+(:func:`.scenarios.zero_site_ladder`, table models only: injection-only, their zero edges only) of every
+round position those scenarios do not reach in every row; :func:`coverage` states per position how surely
+the zero coin met it (:mod:`.sites`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ import torch
 
 from specproof.errors import SpecproofInputError
 
+from specproof.harness.check.contracts.coverage import injected_rows
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.generate.signature import call_generate
 from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
-from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, with_sampling
+from specproof.harness.check.contracts.generate.models import TablePair
+from specproof.harness.check.contracts.generate.scenarios import (PipelineScenario, pipeline_suite, with_sampling,
+                                                                  zero_site_ladder)
+from specproof.harness.check.contracts.generate.sites import generate_coverage, site_positions, site_reach
 
-__all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
+__all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]
 
 INJECTION_ROWS = 256
 INJECTION_SCENARIOS = 2
@@ -74,6 +81,7 @@ class GenerateScenarioPrepared:
             raise SpecproofInputError("sampling", f"scenario '{self.name}' ({scenario.sampling.describe()}, {dtype}): "
                                       f"{err.problem}", f"{err.fix}; a narrow dtype widens the float margin: "
                                       "check in float32") from None
+        self.edge_labels = scenario.edge_labels  # a zero-site ladder: its zero edges only
         self.first_zero = self.law.first_zero()
         self.has_target_zeros = any(x == 0 for row in self.law.rows.values() for x in row)
         self.tolerance = float(pipeline_tolerance(dtype, self.vocab, n, pair.extra_tolerance(dtype, n)))
@@ -115,7 +123,25 @@ def prepare(scenario: PipelineScenario, options: Any, device: torch.device) -> G
 
 def injection_scenarios(prepared: Sequence[GenerateScenarioPrepared], options: Any,
                         device: torch.device) -> list[GenerateScenarioPrepared]:
-    """At most :data:`INJECTION_SCENARIOS` scenarios with target zeros, those tagged ``inject`` first."""
+    """At most :data:`INJECTION_SCENARIOS` scenarios with target zeros, those tagged ``inject`` first, then the
+    zero-site ladders of the round positions (:func:`.sites.site_positions`) those do not reach in every row
+    (table models only: a ladder's models are tables)."""
     chosen = sorted((i for i, s in enumerate(prepared) if s.has_target_zeros),
                     key=lambda i: ("inject" not in prepared[i].scenario.tags, i))[:INJECTION_SCENARIOS]
-    return [prepared[i] for i in chosen]
+    subjects = [prepared[i] for i in chosen]
+    if not prepared or not all(isinstance(s.scenario.pair, TablePair) for s in prepared):
+        return subjects
+    reaches = [r for s in subjects if (r := site_reach(s)) is not None]
+    full = {j for r in reaches for j, a in enumerate(r, 1) if a == 1}
+    return subjects + [prepare(zero_site_ladder(j), options, device)
+                       for j in range(1, site_positions([s.scenario for s in prepared]) + 1) if j not in full]
+
+
+def coverage(suite: Sequence[PipelineScenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
+    """The acceptance-site coverage of a generate check (:func:`.sites.generate_coverage`); ``injection``: the
+    run's :class:`..injection.InjectionResult` (None: not run)."""
+    fraction, injected = injected_rows(injection)
+    cpu = torch.device("cpu")  # exact laws: the device does not matter
+    tables = [prepare(s, options, cpu) for s in suite if isinstance(s.pair, TablePair)]
+    subjects = injection_scenarios(tables, options, cpu) if len(tables) == len(suite) else []
+    return generate_coverage(suite, subjects, fraction, injected, probe_rows)

@@ -17,6 +17,8 @@ decisions even by float16's margin ``(V + 3) 2^-11``), and has ``N = 5 > K + 1``
 * ``prefix-dependent``: ``C = V = 4``, ``N = 6``, strong dependence on the last token and position.
 
 :func:`with_sampling` re-targets the suite's pairs to one sampling setting (the CLI's flags).
+:func:`zero_site_ladder` builds the injection-only scenarios that put a token of target probability 0
+at one position of the round (:mod:`.sites`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from specproof.harness.check.contracts.generate.signature import ModelPair
 from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.exact.sampling import Sampling
 
-__all__ = ["PipelineScenario", "pipeline_suite", "with_sampling", "table_pair", "DEFAULT_NEW_TOKENS"]
+__all__ = ["PipelineScenario", "pipeline_suite", "with_sampling", "table_pair", "zero_site_ladder", "ZERO_SITE",
+           "DEFAULT_NEW_TOKENS"]
 
 DEFAULT_NEW_TOKENS = 5
 GRID = 64
@@ -39,7 +42,8 @@ GRID = 64
 
 @dataclass(frozen=True)
 class PipelineScenario:
-    """A model pair, a sampling setting and the number of new tokens ``N``."""
+    """A model pair, a sampling setting and the number of new tokens ``N``; ``edge_labels``: the only RNG
+    edges the injection tries on it (None: all; :mod:`specproof.harness.check.injection`)."""
 
     name: str
     pair: ModelPair
@@ -47,6 +51,7 @@ class PipelineScenario:
     new_tokens: int
     description: str = ""
     tags: tuple[str, ...] = field(default=())
+    edge_labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.new_tokens, bool) or not isinstance(self.new_tokens, int) or self.new_tokens < 1:
@@ -91,6 +96,33 @@ def pipeline_suite() -> list[PipelineScenario]:
         PipelineScenario("llm-logits", llm, Sampling(1.0), 4, "logits 20 +- 3, draft within 0.05 of the target"),
         PipelineScenario("prefix-dependent", prefix, Sampling(1.0), 6, "laws by position and last token, N = 6"),
     ]
+
+
+ZERO_SITE = "zero site at round position"
+LADDER_SAMPLING = Sampling(1.0, top_k=2)
+_KEPT, _DROPPED = (1.0, 0.5), (-1.0, -1.5)  # logits of the two tokens top-k 2 keeps, of the two it removes
+
+
+def zero_site_ladder(position: int) -> PipelineScenario:
+    """The ladder of round position ``position``: ``V = 4`` (tokens ``a, b, y, z``), one class (the laws depend
+    on the position only), top-k 2 on both sides, ``N = position``.  Before the site target and draft have
+    the same logits (``a, b`` kept: ``p == q``, every draft accepted by an exact rule); at token ``position``
+    the target keeps ``a, b`` and the draft keeps ``y, z``: every draft there has target probability 0 and
+    positive draft probability.  In a first round of at least ``position`` drafts, every row tries such a
+    token at the site, so an injected zero coin there (``f`` of the rows) accepted by ``u <= p/q`` is a
+    certain finding.  Top-k 2, not top-1: a pipeline may route top-1 to a greedy path that draws no coin.
+    Injection only (``edge_labels``: the zero edges), never in the statistics; its processing is its own,
+    whatever the check's sampling flags."""
+    if isinstance(position, bool) or not isinstance(position, int) or position < 1:
+        raise SpecproofInputError("position", f"{position!r} is not a round position", "pass 1 or more")
+    same = np.array(_KEPT + _DROPPED)
+    target = np.tile(same, (position, 1, 1))
+    draft = target.copy()
+    draft[position - 1, 0] = _DROPPED + _KEPT
+    pair = TablePair(f"zero-site ladder {position}", (0,), target, draft)
+    return PipelineScenario(f"{ZERO_SITE} {position}", pair, LADDER_SAMPLING, position,
+                            f"{position - 1} tokens with p == q, then a draft of target probability 0",
+                            ("zero-site",), ("zero",))
 
 
 def with_sampling(suite: list[PipelineScenario], sampling: Sampling | None,
