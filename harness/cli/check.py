@@ -146,7 +146,7 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
     try:
         return CheckOptions.build(contract, **chosen)
     except SpecproofInputError as err:  # name the command-line flag rather than the API parameter
-        raise options.flagged(err) from None
+        raise options.flagged(err, args) from None
 
 
 def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -> tuple[Any, str]:
@@ -164,7 +164,7 @@ def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -
         try:
             result = run_check(target, check_options.with_(engine=engine, hard_timeout=hard_timeout))
         except SpecproofInputError as err:
-            raise options.flagged(err) from None
+            raise options.flagged(err, args) from None
     from specproof.harness.check.replay import rerun_line, save_failure
 
     result.rerun = rerun_line(args.target, check_options, args.adapter)

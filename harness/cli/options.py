@@ -177,9 +177,14 @@ def contract_options(args: argparse.Namespace) -> dict[str, Any]:
             "sampling": sampling, "new_tokens": args.new_tokens}
 
 
-def flagged(err: SpecproofInputError) -> SpecproofInputError:
-    """``err`` naming the command-line flag (:data:`CHECK_FLAGS`) instead of the API's option name."""
-    return type(err)(CHECK_FLAGS.get(err.argument, err.argument), err.problem, err.fix)
+def flagged(err: SpecproofInputError, args: argparse.Namespace | None = None) -> SpecproofInputError:
+    """``err`` naming the command-line flag (:data:`CHECK_FLAGS`) instead of the API's option name; for the
+    sampling, the sampling flags ``args`` gives (``--temperature``)."""
+    flag = CHECK_FLAGS.get(err.argument, err.argument)
+    if err.argument == "sampling" and args is not None:
+        flag = "/".join(f"--{name.replace('_', '-')}" for name in _SAMPLING_FLAGS
+                        if getattr(args, name, None) is not None) or flag
+    return type(err)(flag, err.problem, err.fix)
 
 
 def check_options(args: argparse.Namespace, inputs: tuple[Any, ...] = (), **paths: Path | None) -> None:

@@ -114,7 +114,7 @@ def _target_plan(args: argparse.Namespace, quick_samples: int) -> Any:
                           _listed(args.devices) or ("cpu",), args.seed, samples, args.time_budget,
                           args.max_detectable_tv, args.adapter, chosen).validated()
     except SpecproofInputError as err:  # CheckOptions names the API's option: name the flag
-        raise options.flagged(err) from None
+        raise options.flagged(err, args) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -65,13 +65,13 @@ measured in different modes (:mod:`.compare` states it instead of flagging a ver
 
 
 def options_text(adapter: str | None, values: Mapping[str, Any] | None) -> str:
-    """The adapter and contract options of a check as one line: ``adapter=vllm-v1, rule=canonical``, sizes and
-    modes joined by ``+`` (``vocab=4096+151936``), a sampling as its fields (``temperature=0.7, top_k=3``);
-    ``""`` when none is set.  ``values``: :meth:`~specproof.harness.check.options.CheckOptions.contract_values`."""
+    """The adapter and contract options of a check as one line, the adapter first, then the options by name:
+    ``adapter=vllm-v1, rule=canonical``, sizes and modes joined by ``+`` (``vocab=4096+151936``), a sampling as
+    its fields (``temperature=0.7, top_k=3``); ``""`` when none is set.  ``values``: :meth:`~specproof.harness.check.options.CheckOptions.contract_values`."""
     parts = [f"adapter={adapter}"] if adapter else []
-    for name, value in (values or {}).items():
+    for name, value in sorted((values or {}).items()):  # sorted: the same text from a file written sorted
         if isinstance(value, Mapping):
-            parts += [f"{key}={'>'.join(v) if isinstance(v, list) else v}" for key, v in value.items()]
+            parts += [f"{key}={'>'.join(v) if isinstance(v, list) else v}" for key, v in sorted(value.items())]
         else:
             parts.append(f"{name}={'+'.join(map(str, value)) if isinstance(value, list) else value}")
     return ", ".join(parts)
