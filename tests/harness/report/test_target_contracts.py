@@ -99,7 +99,7 @@ def test_check_json_and_report_of_one_rule_share_a_row_and_compare_unchanged(tmp
     ([GENERATE, "--contract", "generate", "--top-k", "-1"], "--top-k", "negative"),
     ([GENERATE, "--contract", "generate", "--temperature", "0"], "--temperature", "not a finite number > 0"),
     ([TREE, "--contract", "tree", "--siblings", "sideways"], "--siblings", "unknown ones"),
-    (["{spec}", "--vocab", "1"], "--vocab", ""),
+    (["{spec}", "--vocab", "1"], "--vocab", "1 is below 2"),
     (["{spec}", "--adapter", "vllm-v9"], "--adapter", "not an adapter"),
     ([VLLM, "--adapter", "vllm-v1", "--contract", "tree"], "--adapter", "serves the batched contract, not tree"),
     (["{spec}", "--adapter", "vllm-v1"], "--adapter", "not the vLLM"),  # a batched verifier is not vLLM's layout
@@ -173,7 +173,7 @@ def test_a_campaign_checks_one_target_under_several_option_sets_as_distinct_rows
     ('targets = ["repo/spec.py:verify"]\nrule = "no-such-rule"', "matrix[0].rule", "unknown step rule"),
     ('targets = ["repo/spec.py:verify"]\nrule = 3', "matrix[0].rule", "is not a rule name"),
     ('targets = ["repo/spec.py:verify"]\nsiblings = 3', "matrix[0].siblings", "is not a list of sibling modes"),
-    ('targets = ["repo/spec.py:verify"]\nvocab = [1]', "matrix[0].vocab", ""),
+    ('targets = ["repo/spec.py:verify"]\nvocab = [1]', "matrix[0].vocab", "1 is below 2"),
     ('targets = ["repo/spec.py:verify"]\nsampling = [{temperature = 0.7}]', "matrix[0].sampling[0]",
      "applies to the generate contract only"),
     (f'targets = ["{GENERATE}"]\ncontract = "generate"\nnew_tokens = 100', "matrix[0].new_tokens",
