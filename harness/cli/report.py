@@ -39,7 +39,9 @@ from typing import Any
 
 from specproof.errors import SpecproofInputError
 from specproof.harness.cli import check_engine, options
-from specproof.harness.report.run import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
+from specproof.harness.report.config import ReportConfig, check_dependencies
+from specproof.harness.report.publish import check_out_dir, write_report
+from specproof.harness.report.run import run_report
 from specproof.harness.report.publish import recover_previous
 from specproof.harness.report.render import terminal_summary
 

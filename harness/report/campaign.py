@@ -76,8 +76,10 @@ from specproof.harness.exact.dtypes import DTYPE_NAMES
 from specproof.harness.files.kinds import REPORT
 from specproof.harness.files.provenance import atomic_write_text, provenance
 from specproof.harness.report.analysis import summarise
-from specproof.harness.report.plan import TaskOutcome, TaskSpec
-from specproof.harness.report.run import ProgressBar, ReportConfig, ReportEngine, execute_tasks, plan, zoo_verdicts
+from specproof.harness.report.plan import TaskOutcome, TaskSpec, plan
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.execute import ProgressBar, ReportEngine, execute_tasks
+from specproof.harness.report.zoo import zoo_verdicts
 from specproof.harness.report.schema import bytes_hash, row_key, validate
 
 __all__ = ["Campaign", "Cell", "load_campaign", "run_campaign", "CELL_SCHEMA"]
