@@ -15,7 +15,7 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts import CONTRACTS
 from specproof.harness.cli.parser import build_parser, main
 from specproof.harness.report.compare import compare_documents, load_for_compare
-from specproof.harness.report.targets import TargetPlan, options_text
+from specproof.harness.report.targets import TargetPlan, options_text, target_table
 
 TREE = "specproof.impls.verifiers.tree_rrs:tree_walk"
 GENERATE = "specproof.impls.pipelines.canonical:canonical_generate"
@@ -64,6 +64,27 @@ def test_each_contract_and_the_adapter_run_through_report_with_their_options(tmp
     assert row["verdict"] == "underpowered"  # lossless, and 64 rows cannot state the power asked for
     plan = document["config"]["targets"]
     assert (plan["adapter"], plan["contract_options"]) == recorded and plan["contract"] == row["contract"]
+    header, lines, _ = target_table(document)
+    said = input.split("[", 1)[1].split("]", 1)[0]
+    assert lines[0][header.index("target")].endswith(f"{said})")  # the table names the options too
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_report_on_ray_has_the_local_rows_of_a_target_with_options():
+    from specproof.harness.report.compare import rows_differing_beyond_timing
+    from specproof.harness.report.config import ReportConfig
+    from specproof.harness.report.execute import ReportEngine
+    from specproof.harness.report.run import run_report
+    from specproof.harness.exact.sampling import Sampling
+
+    config = ReportConfig.for_mode("default", catalogue=False, dtypes=("float32",), jobs=1)
+    plan = TargetPlan((GENERATE,), "generate", samples=64,
+                      options=(("sampling", Sampling(0.7, top_k=3)), ("new_tokens", 2)))
+    local = run_report(config, progress=False, targets=plan)
+    remote = run_report(config, progress=False, targets=plan, engine=ReportEngine("ray", None, 2))
+    assert list(remote["rows"]) == [f"check/{GENERATE}/float32/generate[new_tokens=2, temperature=0.7, top_k=3]@cpu"]
+    assert rows_differing_beyond_timing(local, remote) == []
 
 
 def test_a_sibling_mode_reaches_the_tree_check(tmp_path, capsys):
