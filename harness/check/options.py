@@ -187,7 +187,8 @@ class CheckOptions:
         """The options of this contract that are set (:data:`.contracts.CONTRACT_OPTIONS`), JSON-ready and in the
         record's order: a rule by name, sizes and modes as lists, a sampling as its set fields
         (``temperature``, ``top_k``, ``top_p``, ``min_p``, ``order`` when not the default).  What a check file
-        and a report row record of the options a check ran under."""
+        and a report row record of the options a check ran under (a sampling's numbers as floats, its top-k as an
+        int: ``temperature = 1`` in a campaign file and ``--temperature 1`` record the same)."""
         out: dict[str, Any] = {}
         for name in self.contract.options:
             value = getattr(self, name)
@@ -196,7 +197,8 @@ class CheckOptions:
             if name == "sampling":
                 from specproof.harness.exact.sampling import ORDER
 
-                value = {key: getattr(value, key) for key in ("temperature", "top_k", "top_p", "min_p")
+                value = {key: kind(getattr(value, key)) for key, kind in (("temperature", float), ("top_k", int),
+                                                                           ("top_p", float), ("min_p", float))
                          if getattr(value, key) is not None} | ({} if value.order == ORDER else
                                                                  {"order": list(value.order)})
             elif name == "rule":

@@ -153,6 +153,13 @@ def test_options_text_is_canonical_whatever_the_order_of_the_record():
     b = options_text("vllm-v1", {"new_tokens": 2, "sampling": {"temperature": 0.7, "top_k": 3}})
     assert a == b == "adapter=vllm-v1, new_tokens=2, temperature=0.7, top_k=3"
     assert options_text(None, {}) == ""
+    from specproof.harness.check.options import CheckOptions
+    from specproof.harness.exact.sampling import Sampling
+
+    # an integer temperature (a campaign file's "temperature = 1") records as the flag's 1.0 does
+    whole, flag = (CheckOptions.build("generate", sampling=Sampling(t)).contract_values() for t in (1, 1.0))
+    assert whole == flag == {"sampling": {"temperature": 1.0}}
+    assert options_text(None, whole) == "temperature=1.0"
 
 
 # -- campaign --------------------------------------------------------------------------------------------
