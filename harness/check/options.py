@@ -149,7 +149,16 @@ class CheckOptions:
             object.__setattr__(self, "scenarios", tuple(self.scenarios))
             if not self.scenarios:
                 raise SpecproofInputError("scenarios", "is empty", "pass at least one scenario")
+        if self.rule is not None:
+            from specproof.proofs.laws.step_rules import StepRule, get_step_rule
+
+            if not isinstance(self.rule, (str, StepRule)):
+                raise SpecproofInputError("rule", f"{self.rule!r} is not a rule name", "pass e.g. 'canonical'")
+            get_step_rule(self.rule)  # an unknown name: a usage error listing the rules
         if self.siblings is not None:
+            if not isinstance(self.siblings, (str, list, tuple)):
+                raise SpecproofInputError("siblings", f"{self.siblings!r} is not a list of sibling modes",
+                                          f"use a subset of {', '.join(SIBLING_MODES)}")
             chosen = (tuple(s.strip() for s in self.siblings.split(",") if s.strip())
                       if isinstance(self.siblings, str) else tuple(self.siblings))
             bad = [s for s in chosen if s not in SIBLING_MODES]
@@ -158,6 +167,12 @@ class CheckOptions:
                                           f"({', '.join(map(str, bad))})",
                                           f"use a subset of {', '.join(SIBLING_MODES)}")
             object.__setattr__(self, "siblings", chosen)
+        if self.sampling is not None:
+            from specproof.harness.exact.sampling import Sampling
+
+            if not isinstance(self.sampling, Sampling):
+                raise SpecproofInputError("sampling", f"{self.sampling!r} is not a Sampling",
+                                          "pass e.g. specproof.harness.Sampling(0.7, top_k=3)")
         if self.models is not None and self.models not in GENERATE_MODELS:
             raise SpecproofInputError("models", f"{self.models!r} is not a model kind",
                                       f"use one of {', '.join(GENERATE_MODELS)}")
@@ -167,6 +182,31 @@ class CheckOptions:
             object.__setattr__(self, "vocab", vocab_sizes(self.vocab))
         if self.new_tokens is not None:
             _whole("new_tokens", self.new_tokens, 1, MAX_NEW_TOKENS, "5")
+
+    def contract_values(self) -> dict[str, Any]:
+        """The options of this contract that are set (:data:`.contracts.CONTRACT_OPTIONS`), JSON-ready and in the
+        record's order: a rule by name, sizes and modes as lists, a sampling as its set fields
+        (``temperature``, ``top_k``, ``top_p``, ``min_p``, ``order`` when not the default).  What a check file
+        and a report row record of the options a check ran under (a sampling's numbers as floats, its top-k as an
+        int: ``temperature = 1`` in a campaign file and ``--temperature 1`` record the same)."""
+        out: dict[str, Any] = {}
+        for name in self.contract.options:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name == "sampling":
+                from specproof.harness.exact.sampling import ORDER
+
+                value = {key: kind(getattr(value, key)) for key, kind in (("temperature", float), ("top_k", int),
+                                                                           ("top_p", float), ("min_p", float))
+                         if getattr(value, key) is not None} | ({} if value.order == ORDER else
+                                                                 {"order": list(value.order)})
+            elif name == "rule":
+                value = str(getattr(value, "name", value))
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
+        return out
 
     @property
     def rows_fixed(self) -> bool:

@@ -68,44 +68,16 @@ import contextlib
 from typing import Any
 
 from specproof.errors import SpecproofInputError
-from specproof.loading import load_object
-from specproof.proofs.laws.step_rules import step_rules
-
-from specproof.harness.check.contracts import CONTRACTS, get_contract
-from specproof.harness.check.options import CI_MAX_DETECTABLE_TV, GENERATE_MODELS, LEVEL_NAMES, SIBLING_MODES
+from specproof.harness.check.options import CI_MAX_DETECTABLE_TV, LEVEL_NAMES
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
 from specproof.harness.files.envelope import write_envelope
 from specproof.harness.files.kinds import CHECK
 from specproof.harness.files.provenance import provenance
 from specproof.harness.cli import check_engine, options
 
-__all__ = ["add_parser", "load_target", "SCHEMA", "FLAGS"]
+__all__ = ["add_parser", "SCHEMA"]
 
 SCHEMA = CHECK.schema
-
-FLAGS = {"samples": "--samples", "device": "--device", "dtype": "--dtype", "seed": "--seed", "alpha": "--alpha",
-         "timeout": "--timeout", "time_budget": "--time-budget", "max_detectable_tv": "--max-detectable-tv",
-         "accept_rate": "--accept-rate",
-         "max_drift": "--max-drift",
-         "temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p", "min_p": "--min-p",
-         **{option: flag for c in CONTRACTS.values() for option, flag in c.options.items()}}
-"""Each check option and the flag that sets it (errors name the flag)."""
-
-
-def load_target(spec: str, contract: str, adapter: str | None) -> tuple[Any, str]:
-    """TARGET resolved (wrapped by ``adapter``, whose contract then applies) and checked against its
-    contract's signature; ``(target, contract name)``."""
-    fn = load_object(spec, "TARGET")
-    if adapter is not None:
-        from specproof.impls.adapters import get_adapter
-
-        chosen = get_adapter(adapter)
-        if contract not in (chosen.contract, None):
-            raise SpecproofInputError("--adapter", f"{adapter} serves the {chosen.contract} contract, not {contract}",
-                                      f"drop --contract or use --contract {chosen.contract}")
-        return chosen.wrap(fn), chosen.contract
-    name = contract or "batched"
-    return get_contract(name, "--contract").check_signature(fn, "TARGET"), name
 
 
 def add_parser(subparsers: Any) -> None:
@@ -115,12 +87,7 @@ def add_parser(subparsers: Any) -> None:
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="TARGET", help="package.module:function or path/to/file.py:function")
-    parser.add_argument("--contract", choices=list(CONTRACTS), default=None,
-                        help="what TARGET is: " + "; ".join(f"{c.name}: {c.description}" for c in CONTRACTS.values())
-                             + " (default batched, or the adapter's)")
-    parser.add_argument("--adapter", metavar="NAME",
-                        help="TARGET has this runtime's own signature and layout (README: Runtime layouts; an "
-                             "unknown name lists them); the adapter converts, and its contract follows")
+    options.add_contract_options(parser)
     options.add_dtype(parser, help="float16, bfloat16, float32 (default) or float64")
     options.add_device(parser, help="cpu (default) or cuda")
     depth = parser.add_mutually_exclusive_group()
@@ -158,26 +125,6 @@ def add_parser(subparsers: Any) -> None:
                              "observed to use, else the dtype's worst case")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds allowed per call of TARGET (default {DEFAULT_TIMEOUT:g})")
-    batched = parser.add_argument_group("batched contract")
-    batched.add_argument("--rule", choices=[r.name for r in step_rules()],
-                         help="also require the emission law of this rule (default: lossless only)")
-    batched.add_argument("--vocab", nargs="+", metavar="V",
-                         help="vocabulary sizes of the tiled scenarios, one per size (default: none; e.g. 151936; "
-                              "at most 2^24): judge your runtime's V")
-    tree = parser.add_argument_group("tree contract")
-    tree.add_argument("--siblings", metavar="MODES",
-                      help=f"sibling modes to judge, comma-separated from {', '.join(SIBLING_MODES)} "
-                           "(default: the modes the --adapter declares, e.g. sglang-tree: topk; else all)")
-    generate = parser.add_argument_group("generate contract")
-    generate.add_argument("--models", choices=GENERATE_MODELS,
-                          help="table models (default) or tiny transformers Llama models")
-    generate.add_argument("--temperature", type=float, help="sampling temperature (> 0) for every model pair")
-    generate.add_argument("--top-k", type=int, help="top-k (0: off)")
-    generate.add_argument("--top-p", type=float, help="top-p in (0, 1] (1.0: off)")
-    generate.add_argument("--min-p", type=float, help="min-p in [0, 1] (0: off)")
-    generate.add_argument("--new-tokens", type=int, metavar="N",
-                          help="new tokens per row (default per scenario, 5 for tables; the exact law "
-                               "enumerates V^N <= 65,536 sequences)")
     options.add_json(parser, help="write the result (schema, provenance) to this file")
     options.add_quiet(parser)
     parser.add_argument("--in-process", action="store_true",
@@ -185,18 +132,6 @@ def add_parser(subparsers: Any) -> None:
                              "lingering threads or os.chdir then act on the command itself (README: Supervision)")
     check_engine.add_options(parser)
     parser.set_defaults(handler=_run)
-
-
-def _sampling(args: argparse.Namespace) -> Any:
-    values = {name: getattr(args, name) for name in ("temperature", "top_k", "top_p", "min_p")}
-    if all(v is None for v in values.values()):
-        return None
-    from specproof.harness.exact.sampling import Sampling
-
-    if values["top_k"] is not None and values["top_k"] < 0:
-        raise SpecproofInputError("--top-k", f"{values['top_k']} is negative", "pass k >= 1, or 0 for off")
-    return Sampling.from_runtime(1.0 if values["temperature"] is None else values["temperature"],
-                                 values["top_k"], values["top_p"], values["min_p"])
 
 
 def _options(args: argparse.Namespace, contract: str) -> Any:
@@ -207,14 +142,11 @@ def _options(args: argparse.Namespace, contract: str) -> Any:
                   time_budget=args.time_budget, max_detectable_tv=args.max_detectable_tv, timeout=args.timeout,
                   max_drift=args.max_drift, fail_fast=args.fail_fast, collect_all=args.collect_all,
                   inject=not args.no_inject, accept_rate=args.accept_rate, progress=not args.quiet, hard_timeout=True,
-                  level=args.level or ("thorough" if args.thorough else "default"), rule=args.rule, vocab=args.vocab,
-                  siblings=args.siblings,
-                  models=args.models, new_tokens=args.new_tokens)
+                  level=args.level or ("thorough" if args.thorough else "default"), **options.contract_options(args))
     try:
-        chosen["sampling"] = _sampling(args)
         return CheckOptions.build(contract, **chosen)
     except SpecproofInputError as err:  # name the command-line flag rather than the API parameter
-        raise type(err)(FLAGS.get(err.argument, err.argument), err.problem, err.fix) from None
+        raise options.flagged(err, args) from None
 
 
 def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -> tuple[Any, str]:
@@ -225,13 +157,14 @@ def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -
 
     with check_engine.engine_for(args) as engine:
         from specproof.harness.check.driver import run_check  # torch and the exact laws: only once a check runs
+        from specproof.harness.check.targets import load_target
 
         with watch(check_options.timeout, "the import of TARGET", interrupted=False):
             target, name = load_target(args.target, args.contract, args.adapter)
         try:
             result = run_check(target, check_options.with_(engine=engine, hard_timeout=hard_timeout))
         except SpecproofInputError as err:
-            raise type(err)(FLAGS.get(err.argument, err.argument), err.problem, err.fix) from None
+            raise options.flagged(err, args) from None
     from specproof.harness.check.replay import rerun_line, save_failure
 
     result.rerun = rerun_line(args.target, check_options, args.adapter)
@@ -248,13 +181,11 @@ def _checked(args: argparse.Namespace, check_options: Any, hard_timeout: bool) -
 
 
 def _run(args: argparse.Namespace) -> int:
-    contract = args.contract
-    if args.adapter is not None:
-        from specproof.impls.adapters import get_adapter
+    from specproof.harness.check.targets import target_contract
 
-        contract = get_adapter(args.adapter).contract if contract is None else contract
+    contract = target_contract(args.contract, args.adapter)
     options.check_options(args, inputs=(options.target_file(args.target),))  # the seed, then --json
-    check_options = _options(args, contract or "batched")  # every other flag, before any work
+    check_options = _options(args, contract)  # every other flag, before any work
     check_engine.check_options(args)
     # a local Ray starts in the background from here (check_engine.engine_for), while torch, the laws and
     # the target load; a usage error below waits for that start, then stops it, so a TARGET that does
@@ -276,10 +207,7 @@ def _run(args: argparse.Namespace) -> int:
         print(unsaved)
     if args.json:
         write_envelope(args.json, CHECK, {"target": args.target, "adapter": args.adapter, "contract": name,
-                                          "siblings": list(check_options.siblings or ()) or None,
-                                          "models": check_options.models,
-                                          "sampling": None if check_options.sampling is None
-                                          else check_options.sampling.describe(),
+                                          "contract_options": check_options.contract_values(),
                                           "result": result.as_json()},
                        provenance(device=result.device, dtypes=[result.dtype], seeds=[args.seed]))
         print(f"wrote {args.json}")

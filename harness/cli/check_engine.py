@@ -84,8 +84,8 @@ def _portable(target: str) -> str:
 
 
 def report_engine(args: argparse.Namespace) -> Any:
-    """The :class:`~specproof.harness.report.run.ReportEngine` the engine flags name (checked first)."""
-    from specproof.harness.report.run import ReportEngine
+    """The :class:`~specproof.harness.report.execute.ReportEngine` the engine flags name (checked first)."""
+    from specproof.harness.report.execute import ReportEngine
 
     check_options(args)
     return ReportEngine(args.engine, args.address, args.workers or DEFAULT_WORKERS)

@@ -1,6 +1,7 @@
 """``specproof report``: a fidelity report of your verifiers, or of the built-in catalogue; write the report.
 
-    specproof report [TARGET ...] [--contract C] [--dtypes D,D ...] [--devices DEV,DEV ...] [--catalogue]
+    specproof report [TARGET ...] [--contract C] [--adapter A] [CONTRACT OPTIONS] [--dtypes D,D ...]
+                     [--devices DEV,DEV ...] [--catalogue]
                      [--out DIR] [--device cpu|cuda] [--impl NAME ...] [--quick] [--jobs N] [--samples N]
                      [--seed S] [--time-budget S] [--max-detectable-tv T] [--no-proofs] [--quiet]
                      [--engine local|ray] [--address ADDR] [--workers N]
@@ -8,8 +9,11 @@
 With TARGETs (package.module:function or path.py:function, as for specproof check): one check of each
 target per dtype and device, through the same driver and with the same defaults as ``specproof check
 TARGET --dtype D --device DEV`` (the check's inputs p and q are given to the target in that dtype on that
-device); the report gives per dtype and device the verdict, the measured drift with its interval when the
-check has one, the findings and the time.  The built-in catalogue (proofs, implementations, zoo,
+device), with the check's contract options (--adapter; batched --rule, --vocab; tree --siblings; generate
+--models, --temperature, --top-k, --top-p, --min-p, --new-tokens; a flag of another contract is a usage
+error, as for check; the rows' keys name the adapter and the options set).  The report gives per dtype
+and device the verdict, the measured drift with its interval when the check has one, the findings and
+the time.  The built-in catalogue (proofs, implementations, zoo,
 pipelines) is then left out unless --catalogue is given.  Default folder: specproof-report.  Without a
 TARGET, the catalogue as before.
 
@@ -35,7 +39,9 @@ from typing import Any
 
 from specproof.errors import SpecproofInputError
 from specproof.harness.cli import check_engine, options
-from specproof.harness.report.run import ReportConfig, check_dependencies, check_out_dir, run_report, write_report
+from specproof.harness.report.config import ReportConfig, check_dependencies
+from specproof.harness.report.publish import check_out_dir, write_report
+from specproof.harness.report.run import run_report
 from specproof.harness.report.publish import recover_previous
 from specproof.harness.report.render import terminal_summary
 
@@ -49,8 +55,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("targets", nargs="*", metavar="TARGET",
                         help="your verifiers: package.module:function or path/to/file.py:function (imported and run "
                              "with your rights, as by specproof check)")
-    parser.add_argument("--contract", choices=list(_contract_names()), default="batched",
-                        help="what each TARGET is (default batched; see specproof check --help)")
     parser.add_argument("--devices", metavar="DEV,DEV", help="devices for the TARGETs' checks (default cpu)")
     parser.add_argument("--catalogue", action="store_true",
                         help="with TARGETs: add the built-in catalogue (proofs, implementations, zoo) as its own "
@@ -65,8 +69,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="seconds per check of a TARGET (default: the check's default depth)")
     parser.add_argument("--max-detectable-tv", type=float, metavar="TV",
                         help="the power a TARGET's PASS must have (default: the check's, 0.02)")
-    parser.add_argument("--vocab", nargs="+", metavar="V",
-                        help="batched TARGETs: vocabulary sizes of the tiled scenarios (as specproof check --vocab)")
     parser.add_argument("--impl", nargs="+", metavar="NAME", help="only these implementations (default all)")
     parser.add_argument("--quick", action="store_true",
                         help="smaller budget (2-3 minutes on a 2-core CPU; 155 s measured): no worst-case TV search, V up to 16,384, "
@@ -76,6 +78,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="statistical rows per scenario (TARGETs: as specproof check --samples)")
     parser.add_argument("--no-proofs", action="store_true", help="skip the proof catalogue (implementations only)")
     options.add_quiet(parser, help="no progress bar")
+    options.add_contract_options(parser, what="each TARGET")  # the check's own, as specproof check takes them
     check_engine.add_options(parser, what="tasks")
     parser.set_defaults(handler=run)
     return parser
@@ -93,12 +96,6 @@ def prepare_out(args: argparse.Namespace, out: Path, command: str) -> None:
     check_dependencies()  # rendering's optional modules, before the run, not after it
 
 
-def _contract_names() -> tuple[str, ...]:
-    from specproof.harness.check.contracts import CONTRACTS
-
-    return tuple(CONTRACTS)
-
-
 def _listed(values: list[str] | str | None) -> tuple[str, ...]:
     """``--dtypes float32,float16 bfloat16``: words, each possibly a comma list."""
     if values is None:
@@ -113,9 +110,13 @@ def _target_plan(args: argparse.Namespace, quick_samples: int) -> Any:
     samples = args.samples if args.samples is not None else quick_samples if args.quick else None
     if samples is not None and args.time_budget is not None:
         raise SpecproofInputError("--time-budget", "given with --samples or --quick", "pass one of them")
-    return TargetPlan(tuple(args.targets), args.contract, _listed(args.dtypes) or ("float32",),
-                      _listed(args.devices) or ("cpu",), args.seed, samples, args.time_budget,
-                      args.max_detectable_tv, args.vocab).validated()
+    chosen = tuple((name, value) for name, value in options.contract_options(args).items() if value is not None)
+    try:
+        return TargetPlan(tuple(args.targets), args.contract, _listed(args.dtypes) or ("float32",),
+                          _listed(args.devices) or ("cpu",), args.seed, samples, args.time_budget,
+                          args.max_detectable_tv, args.adapter, chosen).validated()
+    except SpecproofInputError as err:  # CheckOptions names the API's option: name the flag
+        raise options.flagged(err, args) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,18 +135,21 @@ def run(args: argparse.Namespace) -> int:
     if args.targets:
         overrides["catalogue"] = bool(args.catalogue)
         overrides.setdefault("dtypes", ("float32",))
-    elif args.catalogue or args.devices or args.time_budget is not None or args.max_detectable_tv is not None:
-        raise SpecproofInputError("--catalogue" if args.catalogue else "--devices" if args.devices else
-                                  "--time-budget" if args.time_budget is not None else "--max-detectable-tv",
-                                  "applies to TARGETs, and none is given",
-                                  "name your verifiers (specproof report mypkg.spec:verify ...) or drop the flag")
+    else:
+        given = ([flag for flag, value in (("--catalogue", args.catalogue), ("--devices", args.devices),
+                                           ("--time-budget", args.time_budget),
+                                           ("--max-detectable-tv", args.max_detectable_tv))
+                  if value not in (None, False)] + options.given_contract_flags(args))
+        if given:
+            raise SpecproofInputError(given[0], "applies to TARGETs, and none is given",
+                                      "name your verifiers (specproof report mypkg.spec:verify ...) or drop the flag")
     config = ReportConfig.for_mode("quick" if args.quick else "default", **overrides).validated()
     if args.targets:
         targets = _target_plan(args, config.samples)
-        from specproof.harness.report.targets import load_checked_target
+        from specproof.harness.check.targets import load_target
 
         for spec in targets.targets:  # a wrong TARGET is refused before anything is measured
-            load_checked_target(spec, targets.contract)
+            load_target(spec, targets.contract, targets.adapter)
     engine = check_engine.report_engine(args)  # --engine ray without Ray: exit 2 before any work
     out = args.out if args.out is not None else Path("specproof-report") if args.targets else \
         Path("reports") / args.device

@@ -23,8 +23,12 @@ The file (read with :mod:`tomllib`; every key is checked, an unknown one is a us
 
     [[matrix]]                     # your own verifiers, checked as specproof check does
     targets = ["mypkg.spec:verify", "kernels/verify.py:verify"]   # a path relative to the file
-    contract = "batched"                        # default batched
+    contract = "batched"                        # default batched, or the adapter's
     dtypes = ["float32", "float16", "bfloat16"]
+    rule = "canonical"                          # and the check's contract options, as its flags: adapter;
+    vocab = [151936]                            # batched rule, vocab; tree siblings; generate models,
+                                                # new_tokens, sampling = [{temperature = 0.7}, ...] (a cell
+                                                # per setting); another contract's option is a usage error
 
     [[matrix]]
     pipelines = ["canonical", "top-k-mismatch"]
@@ -34,8 +38,8 @@ The file (read with :mod:`tomllib`; every key is checked, an unknown one is a us
     rules = ["canonical", "resample-from-target"]   # or "all"
 
 A **cell** is one implementation in one dtype on one device, one target checked in one dtype on one
-device (its source hash: the sha256 of the target's file; ``[budget] target_samples`` fixes its rows per
-scenario, else the check's default depth), one pipeline under one sampling setting on
+device under one set of contract options (its source hash: the sha256 of the target's file; ``[budget]
+target_samples`` fixes its rows per scenario, else the check's default depth), one pipeline under one sampling setting on
 one device, or one proof; its tasks are those ``specproof report`` plans for it.  A cell's key is the
 sha256 of its definition, the budget, the seed, the specproof and torch versions, the device's model
 (as the driver sees it) and the **source hash** of what it measures (the implementation's
@@ -65,14 +69,17 @@ from typing import Any
 
 from specproof.errors import SpecproofInputError
 
+from specproof.harness.check.contracts import CONTRACT_OPTIONS
 from specproof.harness.check.options import MAX_ROWS_PER_SCENARIO
 from specproof.harness.exact.convert import dtype_name
 from specproof.harness.exact.dtypes import DTYPE_NAMES
 from specproof.harness.files.kinds import REPORT
 from specproof.harness.files.provenance import atomic_write_text, provenance
 from specproof.harness.report.analysis import summarise
-from specproof.harness.report.plan import TaskOutcome, TaskSpec
-from specproof.harness.report.run import ProgressBar, ReportConfig, ReportEngine, execute_tasks, plan, zoo_verdicts
+from specproof.harness.report.plan import TaskOutcome, TaskSpec, plan
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.execute import ProgressBar, ReportEngine, execute_tasks
+from specproof.harness.report.zoo import zoo_verdicts
 from specproof.harness.report.schema import bytes_hash, row_key, validate
 
 __all__ = ["Campaign", "Cell", "load_campaign", "run_campaign", "CELL_SCHEMA"]
@@ -81,9 +88,20 @@ CELL_SCHEMA = 1
 _SECTIONS = {"campaign": {"name", "out", "seed", "jobs", "engine", "workers", "address"},
              "budget": {"samples", "target_samples", "pipeline_rows", "whitebox_vocabs", "closeness", "sweep_vocab", "grid_scenarios",
                         "large_vocab", "rlimit", "proof_drift"},
-             "matrix": {"implementations", "pipelines", "targets", "contract", "dtypes", "devices", "sampling"},
+             "matrix": {"implementations", "pipelines", "targets", "contract", "dtypes", "devices", "sampling",
+                        "adapter", "rule", "vocab", "siblings", "models", "new_tokens"},
              "proofs": {"rules"}}
 _SAMPLING_KEYS = {"temperature", "top_k", "top_p", "min_p"}
+_TARGET_KEYS = ("contract", "adapter", "rule", "vocab", "siblings", "models", "new_tokens")
+"""A [[matrix]] of targets' keys beyond targets, dtypes, devices and sampling: the check's own options, as
+``specproof check`` takes them (``--contract``, ``--adapter``, ``--rule``, ...)."""
+_KEY_TYPES = {"contract": (str, "a contract name", 'write e.g. contract = "tree"'),
+              "adapter": (str, "an adapter name", 'write e.g. adapter = "vllm-v1"'),
+              "rule": (str, "a rule name", 'write e.g. rule = "canonical"'),
+              "vocab": ((int, list), "a vocabulary size or a list of them", "write e.g. vocab = [32000, 151936]"),
+              "siblings": ((str, list), "a list of sibling modes", 'write e.g. siblings = ["topk"]'),
+              "models": (str, "a model kind", 'write models = "table" or "transformers"'),
+              "new_tokens": (int, "a whole number", "write e.g. new_tokens = 4")}
 
 
 @dataclass(frozen=True)
@@ -99,11 +117,13 @@ class Cell:
     tasks: tuple[TaskSpec, ...]
     skipped: tuple[dict[str, Any], ...] = ()
     budget: str = ""
+    options: str = ""  # a target's adapter and contract options (report.targets.options_text)
 
     @property
     def label(self) -> str:
         parts = [self.kind, self.name, self.dtype or "", self.device if self.kind != "proof" else "",
-                 self.sampling.describe() if self.sampling is not None else ""]
+                 self.sampling.describe() if self.sampling is not None else "",
+                 f"[{self.options}]" if self.options else ""]
         return " ".join(p for p in parts if p)
 
     @property
@@ -288,8 +308,9 @@ def _matrix_cells(path: Path, where: str, matrix: dict[str, Any], config: Report
     if sum(k in matrix for k in ("implementations", "pipelines", "targets")) != 1:
         raise _bad(path, where, "needs exactly one of implementations, pipelines and targets",
                    "split it into several [[matrix]]")
-    if "contract" in matrix and "targets" not in matrix:
-        raise _bad(path, f"{where}.contract", "applies to targets", "move it to a [[matrix]] of targets")
+    for key in _TARGET_KEYS:
+        if key in matrix and "targets" not in matrix:
+            raise _bad(path, f"{where}.{key}", "applies to targets", "move it to a [[matrix]] of targets")
     budget = _budget(config)
     cells = []
     if "targets" in matrix:
@@ -324,27 +345,54 @@ def _matrix_cells(path: Path, where: str, matrix: dict[str, Any], config: Report
 
 def _target_cells(path: Path, where: str, matrix: dict[str, Any], dtypes: list[str], devices: list[str],
                   config: ReportConfig, samples: int | None, budget: str) -> list[Cell]:
-    """One cell per target, dtype and device; each target imported now (a wrong one is a usage error naming
-    the file and key) for its source hash.  A ``path.py:fn`` target is relative to the campaign file."""
-    from specproof.harness.report.targets import TargetPlan, load_checked_target, source_hash, target_tasks
+    """One cell per target, dtype, device and sampling setting, checked under the matrix's contract options
+    (validated once by ``CheckOptions.build``, as ``specproof check`` validates its flags: an option of another
+    contract is a usage error naming ``file: matrix[i].key``); each target imported now (a wrong one is a usage
+    error naming the file and key) for its source hash.  A ``path.py:fn`` target is relative to the file."""
+    from specproof.harness.check.targets import load_target
+    from specproof.harness.report.targets import TargetPlan, source_hash, target_tasks
 
-    contract = matrix.get("contract", "batched")
-    if not isinstance(contract, str):
-        raise _bad(path, f"{where}.contract", f"{contract!r} is not a contract name", 'write e.g. "batched"')
+    chosen: dict[str, Any] = {}
+    for key in _TARGET_KEYS:
+        if key in matrix:
+            kind, what, fix = _KEY_TYPES[key]
+            value = matrix[key]
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise _bad(path, f"{where}.{key}", f"{value!r} is not {what}", fix)
+            chosen[key] = tuple(value) if isinstance(value, list) else value
+    contract, adapter = chosen.pop("contract", None), chosen.pop("adapter", None)
+    settings = matrix.get("sampling")
+    samplings = [None] if settings is None else [_sampling(path, f"{where}.sampling[{j}]", s)
+                                                 for j, s in enumerate(settings if isinstance(settings, list)
+                                                                       else [settings])]
+    plans = []
+    for j, sampling in enumerate(samplings):
+        options = tuple(chosen.items()) + ((("sampling", sampling),) if sampling is not None else ())
+        try:
+            plans.append(TargetPlan(("-",), contract, tuple(dtypes), tuple(devices), config.seed, samples,
+                                    adapter=adapter, options=options).validated())
+        except SpecproofInputError as err:  # named as the file names it: matrix[i].KEY
+            key = err.argument.removeprefix("--")
+            named = ("budget.target_samples" if key == "samples" else
+                     f"{where}.sampling[{j}]" if key in _SAMPLING_KEYS | {"sampling"} else f"{where}.{key}")
+            fix = err.fix.replace("drop --contract", "drop contract").replace("use --contract ", "write contract = ")
+            if "applies to the" in err.problem:  # another contract's option
+                fix = f'drop {key} from this [[matrix]], or write contract = "{CONTRACT_OPTIONS[key]}"'
+            raise _bad(path, named, err.problem, fix) from None
     cells = []
     for name in _names(path, f"{where}.targets", matrix["targets"]):
         where_file, sep, function = name.rpartition(":")
         spec = f"{os.path.normpath(path.parent / where_file)}:{function}" if sep and where_file.endswith(".py") \
             and not Path(where_file).is_absolute() else name
         try:
-            plan = TargetPlan((spec,), contract, tuple(dtypes), tuple(devices), config.seed, samples).validated()
-            fn = load_checked_target(spec, contract)
+            fn, _ = load_target(spec, plans[0].contract, adapter)
         except SpecproofInputError as err:
             raise _bad(path, f"{where}.targets", f"{name}: {err.problem}", err.fix) from None
         digest = source_hash(fn) or bytes_hash([spec])
-        for task in target_tasks(plan):
-            cells.append(Cell("target", spec, task.dtype, task.input.rsplit("@", 1)[1], None, digest, (task,), (),
-                              budget + json.dumps({"target_samples": samples})))
+        for plan in plans:
+            for task in target_tasks(replace(plan, targets=(spec,))):
+                cells.append(Cell("target", spec, task.dtype, task.param("device"), None, digest, (task,), (),
+                                  budget + json.dumps({"target_samples": samples}), plan.options_text()))
     return cells
 
 
@@ -530,6 +578,7 @@ def run_campaign(campaign: Campaign, *, progress: bool = True, stream: Any = Non
         cells_json.append({"cell": cell.label, "key": cell.key, "kind": cell.kind, "name": cell.name,
                            "dtype": cell.dtype, "device": cell.device,
                            "sampling": cell.sampling.describe() if cell.sampling is not None else None,
+                           "options": cell.options or None,
                            "source_hash": cell.source_hash, "status": status[cell.key],
                            "rows": sorted(r["key"] for r in placed), "seconds": seconds,
                            "reason": unavailable.get(cell.key)})

@@ -45,6 +45,13 @@ changes between two commits (a changed source hash is said, never "not comparabl
 * the drift, when both rows carry one: ``+`` (``-``) when the current interval lies wholly above (below)
   the baseline's, i.e. the figure moved beyond the uncertainty both runs state; overlapping intervals are
   unchanged however far the estimates moved.
+
+A check row's key names the adapter and contract options it ran under (``batched[rule=canonical]@cpu``), so
+two checks that differ in them are two rows.  When the two files each hold one check of a target, dtype,
+contract and device and their options differ (``--rule`` added, another ``--temperature``), the pair is
+compared as one ``x`` row naming the options that differ: another claim was checked, so no verdict change
+between them is a regression or a fix.  Rows of one key whose options are not recorded in one file (a
+check file written before they were) are ``x`` too.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ from typing import Any
 from specproof.errors import SpecproofInputError
 from specproof.harness.report.rows import Row
 from specproof.harness.report.schema import HASH_NAMES
-from specproof.harness.report.targets import MODE_FIELDS, TARGET_KIND
+from specproof.harness.report.targets import MODE_FIELDS, TARGET_KIND, options_text, row_options
 from specproof.harness.files.json_numbers import number_word
 from specproof.harness.files.number_text import fmt
 
@@ -203,9 +210,34 @@ def _drift_move(baseline: Row, current: Row) -> tuple[int, str]:
     return 0, ""
 
 
+def option_differences(baseline: Row, current: Row) -> list[str]:
+    """How the adapter and contract options of two check rows differ (``rule - -> canonical``; an empty list:
+    the same), or why they cannot be told (not recorded in one file)."""
+    (b_adapter, b_options), (c_adapter, c_options) = row_options(baseline), row_options(current)
+    if (b_options is None) != (c_options is None):
+        side = "baseline" if b_options is None else "current"
+        return [f"contract options not recorded in the {side} file"]
+    b_all = {"adapter": b_adapter, **(b_options or {})}
+    c_all = {"adapter": c_adapter, **(c_options or {})}
+
+    def said(value: Any) -> str:
+        if value is None:
+            return "-"
+        return options_text(None, {"": value}) if isinstance(value, dict) else \
+            options_text(None, {"": value}).removeprefix("=")
+
+    return [f"{name} {said(b_all.get(name))} -> {said(c_all.get(name))}"
+            for name in dict.fromkeys([*b_all, *c_all]) if b_all.get(name) != c_all.get(name)]
+
+
 def _compare_check_row(key: str, baseline: Row, current: Row) -> RowComparison:
     """Two check rows of one target, dtype, contract and device (module docstring)."""
     b_verdict, c_verdict = baseline.verdict, current.verdict
+    options = option_differences(baseline, current)
+    if options:  # another claim was checked: nothing to call a regression or a fix
+        return RowComparison(key, "x", "contract options differ: " + ", ".join(options)
+                             + ("" if b_verdict == c_verdict else f"; verdict {b_verdict} -> {c_verdict}"),
+                             b_verdict, c_verdict)
     modes = mode_differences(baseline, current)
     notes = []
     if baseline.hashes.implementation and current.hashes.implementation and \
@@ -299,6 +331,23 @@ def load_for_compare(path: Any, argument: str) -> dict[str, Any]:
     return migrate(data, argument)
 
 
+def _unoptioned(row: dict[str, Any]) -> tuple[Any, ...]:
+    """A check row's target, dtype, contract and device: its key without the adapter and contract options."""
+    return row["implementation"], row["dtype"], row["input"].split("[", 1)[0].rsplit("@", 1)[0], \
+        row["input"].rsplit("@", 1)[1]
+
+
+def _option_pairs(b_rows: dict[str, Any], c_rows: dict[str, Any], keys: set[str]) -> dict[str, str]:
+    """Baseline key -> current key of check rows in one file each that differ only in their options: the one
+    such row of a target, dtype, contract and device in each file (module docstring)."""
+    groups: dict[tuple[Any, ...], tuple[list[str], list[str]]] = {}
+    for rows, other, side in ((b_rows, c_rows, 0), (c_rows, b_rows, 1)):
+        for key in keys:
+            if key in rows and key not in other and rows[key]["kind"] == TARGET_KIND:
+                groups.setdefault(_unoptioned(rows[key]), ([], []))[side].append(key)
+    return {b[0]: c[0] for b, c in groups.values() if len(b) == 1 and len(c) == 1}
+
+
 def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comparison:
     """Compare two migrated, validated documents (:func:`~.report_schema.load_results`)."""
     result = Comparison()
@@ -307,23 +356,29 @@ def compare_documents(baseline: dict[str, Any], current: dict[str, Any]) -> Comp
     keys = set(b_rows) | set(c_rows)
     for document, other, side in ((baseline, c_rows, "current"), (current, b_rows, "baseline")):
         if document.get("from_check_file") and len(other) > len(document["rows"]):  # a check file names its row
-            keys &= set(document["rows"])
+            own = {_unoptioned(row) for row in document["rows"].values()}
+            keys = {k for k in keys if k in document["rows"] or (k in other and other[k]["kind"] == TARGET_KIND
+                                                                 and _unoptioned(other[k]) in own)}
             result.notes.append(f"a check file against a report: only its row is compared (the {side} file's "
                                 f"{len(other) - len(keys & set(other))} other rows are not)")
-    for key in sorted(keys):
+    pairs = _option_pairs(b_rows, c_rows, keys)
+    for key in sorted(keys - set(pairs) - set(pairs.values())):
         b_row, c_row = b_rows.get(key), c_rows.get(key)
         result.rows.append(_compare_row(key, None if b_row is None else Row.from_json(b_row),
                                         None if c_row is None else Row.from_json(c_row), same_budget))
+    for b_key, c_key in sorted(pairs.items()):
+        result.rows.append(_compare_check_row(f"{b_key} -> {c_key.rsplit('/', 1)[1]}", Row.from_json(b_rows[b_key]),
+                                              Row.from_json(c_rows[c_key])))
     shared = set(b_rows) & set(c_rows)
     only_targets = all(r["kind"] == TARGET_KIND for rows in (b_rows, c_rows) for r in rows.values())
-    if not shared and b_rows and c_rows and only_targets:  # two checks of different targets: a mistake
+    if not shared and not pairs and b_rows and c_rows and only_targets:  # checks of different targets: a mistake
         def named(rows: dict[str, Any]) -> str:
             keys = sorted(rows)
             return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
         raise SpecproofInputError("CURRENT", f"has no row in common with BASELINE (baseline: {named(b_rows)}; "
                                   f"current: {named(c_rows)})",
                                   "compare two reports, or two check files, of the same target, contract, dtype "
-                                  "and device")
+                                  "and device (their options may differ)")
     modes = sorted({m for key in shared if b_rows[key]["kind"] == c_rows[key]["kind"] == TARGET_KIND
                     for m in mode_differences(Row.from_json(b_rows[key]), Row.from_json(c_rows[key]))})
     if modes:

@@ -29,7 +29,8 @@ from typing import Any
 from specproof.errors import SpecproofInputError
 
 from specproof.harness.report.analysis import fmt, row_colour, row_status
-from specproof.harness.report.plan import REPORT_MAX_DETECTABLE_TV, TaskOutcome, TaskSpec
+from specproof.harness.report.measure import REPORT_MAX_DETECTABLE_TV
+from specproof.harness.report.plan import TaskOutcome, TaskSpec
 from specproof.harness.report.rows import Figure, Hashes, Row, rows_of
 from specproof.harness.report.schema import bytes_hash, definition_hash
 

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from specproof.harness.exact.dtypes import DTYPE_NAMES
-from specproof.harness.report.plan import ULP_BINS, ulp_bin_label
+from specproof.harness.report.measure import ULP_BINS, ulp_bin_label
 from specproof.harness.report.rows import Row, rows_of
 
 __all__ = ["drift_against_vocabulary", "ulp_histograms", "acceptance_error_against_tv", "half_type_margins",

@@ -36,7 +36,7 @@ def run_report_task(config: Any, spec: TaskSpec, record: Any) -> TaskOutcome:
     ``record`` is ``None`` for a registry record (looked up by name), a proof, a pipeline or a target."""
     import torch
 
-    from specproof.harness.report.run import RECORDLESS, run_one, task_context
+    from specproof.harness.report.execute import RECORDLESS, run_one, task_context
 
     torch.set_num_threads(1)
     context = _WORKER.get(config)
@@ -74,7 +74,7 @@ def execute_on_ray(config: Any, ordered: list[TaskSpec], records: dict[str, Any]
     ``records``: the report's records by name; those in ``registry`` are looked up by name on the
     workers, the others are shipped (they must pickle; a Ray the command starts gives its workers this
     process's ``sys.path``)."""
-    from specproof.harness.report.run import RECORDLESS  # run imports this module inside a function
+    from specproof.harness.report.execute import RECORDLESS  # execute imports this module inside a function
 
     ray, started = start_ray(address, workers, python_path=True)
     try:

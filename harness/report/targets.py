@@ -12,14 +12,22 @@ requested dtype on the requested device (``CheckOptions.dtype``/``device``: the 
 them so); whatever the target does inside (upcasting, float32 uniforms) is its own.  The exact reference,
 and so the verdict, is that of the inputs as rounded to that dtype, with that dtype's derived tolerance.
 
-A ``check`` row (``KEY`` = ``check/TARGET/DTYPE/CONTRACT@DEVICE``): ``verdict`` the check's (``pass``,
+The plan carries the check's contract options as ``specproof check`` takes them (``--adapter``; batched
+``--rule``, ``--vocab``; tree ``--siblings``; generate ``--models``, the sampling flags, ``--new-tokens``), validated
+once by :meth:`~specproof.harness.check.options.CheckOptions.build` (an option of another contract is a usage
+error), and the target is loaded by :func:`specproof.harness.check.targets.load_target`, as the check loads it.
+
+A ``check`` row (``KEY`` = ``check/TARGET/DTYPE/CONTRACT@DEVICE``, or ``check/TARGET/DTYPE/CONTRACT[OPTIONS]@DEVICE``
+when an adapter or contract option is set, e.g. ``batched[rule=canonical]@cpu``: :func:`target_input`; two checks
+that differ only in their options are two rows, never one compared with the other): ``verdict`` the check's (``pass``,
 ``fail``, ``underpowered``, ``inconclusive``; ``error`` when the target raised, hung or broke its output
 contract); ``expected_exact`` true (your verifier is meant to be lossless); ``passed`` = not flagged (FAIL
 and errors are flagged; UNDERPOWERED is not a finding: its row is a caveat, amber, as the catalogue's
 underpowered rows are); ``figures``: the detectable TV (informational) and, when the check measured one,
 ``drift`` with its interval (:func:`drift_figure`); ``detail``: the diagnosis, the first findings, rows,
-times and the check's *mode* (:data:`MODE_FIELDS`: level, rows per scenario, seed, stated power, alpha,
-time budget), which :mod:`.compare` states when two files differ in it.  ``hashes``:
+times, the check's *mode* (:data:`MODE_FIELDS`: level, rows per scenario, seed, stated power, alpha,
+time budget), which :mod:`.compare` states when two files differ in it, and the options it ran under
+(``adapter``; ``contract_options``: :meth:`~specproof.harness.check.options.CheckOptions.contract_values`).  ``hashes``:
 ``implementation`` the sha256 of the target's source file (what a commit changes), ``reference`` the
 check's own code, ``input`` the contract and suite.
 
@@ -47,7 +55,8 @@ from specproof.harness.report.rows import Figure, Hashes, Row, rows_of
 from specproof.harness.report.schema import bytes_hash, definition_hash, expected_outcome
 
 __all__ = ["TargetPlan", "target_tasks", "run_target_task", "check_row", "drift_figure", "check_file_document",
-           "target_table", "target_banner_lines", "has_targets", "source_hash", "MODE_FIELDS", "target_input", "TARGET_KIND", "load_checked_target"]
+           "target_table", "target_banner_lines", "has_targets", "source_hash", "MODE_FIELDS", "target_input", "TARGET_KIND",
+           "options_text", "row_options"]
 
 TARGET_KIND = "check"
 MODE_FIELDS = ("level", "samples_per_scenario", "seed", "max_detectable_tv", "alpha", "time_budget")
@@ -55,26 +64,48 @@ MODE_FIELDS = ("level", "samples_per_scenario", "seed", "max_detectable_tv", "al
 measured in different modes (:mod:`.compare` states it instead of flagging a verdict change)."""
 
 
-def target_input(contract: str, device: str) -> str:
-    """A check row's ``input``: ``CONTRACT@DEVICE`` (so keys differ by contract and device)."""
-    return f"{contract}@{device}"
+def options_text(adapter: str | None, values: Mapping[str, Any] | None) -> str:
+    """The adapter and contract options of a check as one line, the adapter first, then the options by name:
+    ``adapter=vllm-v1, rule=canonical``, sizes and modes joined by ``+`` (``vocab=4096+151936``), a sampling as
+    its fields (``temperature=0.7, top_k=3``); ``""`` when none is set.  ``values``: :meth:`~specproof.harness.check.options.CheckOptions.contract_values`."""
+    parts = [f"adapter={adapter}"] if adapter else []
+    for name, value in sorted((values or {}).items()):  # sorted: the same text from a file written sorted
+        if isinstance(value, Mapping):
+            parts += [f"{key}={'>'.join(v) if isinstance(v, list) else v}" for key, v in sorted(value.items())]
+        else:
+            parts.append(f"{name}={'+'.join(map(str, value)) if isinstance(value, list) else value}")
+    return ", ".join(parts)
+
+
+def target_input(contract: str, device: str, options: str = "") -> str:
+    """A check row's ``input``: ``CONTRACT@DEVICE``, or ``CONTRACT[OPTIONS]@DEVICE`` (:func:`options_text`), so keys
+    differ by contract, options and device."""
+    return f"{contract}[{options}]@{device}" if options else f"{contract}@{device}"
+
+
+def row_options(row: Row) -> tuple[str | None, Any]:
+    """``(adapter, contract options)`` a check row ran under; the options are None when the file did not record
+    them (a check file written before they were)."""
+    return row.detail.get("adapter"), row.detail.get("contract_options")
 
 
 @dataclass(frozen=True)
 class TargetPlan:
     """What a report checks of the user's own code: ``targets`` (``pkg.module:fn`` or ``path.py:fn``)
-    under ``contract`` in each of ``dtypes`` on each of ``devices``, with the check's options
-    (``samples`` None: the check's default depth; ``time_budget`` seconds per check)."""
+    under ``contract`` (None: batched, or the ``adapter``'s) in each of ``dtypes`` on each of ``devices``, with
+    the check's options (``samples`` None: the check's default depth; ``time_budget`` seconds per check) and
+    the contract's own, ``options`` (``CheckOptions`` names and values, the set ones: ``(("rule", "canonical"),)``)."""
 
     targets: tuple[str, ...]
-    contract: str = "batched"
+    contract: str | None = None
     dtypes: tuple[str, ...] = ("float32",)
     devices: tuple[str, ...] = ("cpu",)
     seed: int = 0
     samples: int | None = None
     time_budget: float | None = None
     max_detectable_tv: float | None = None
-    vocab: tuple[int, ...] | None = None  # batched: sizes of the tiled scenarios (specproof check --vocab)
+    adapter: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
 
     def check_options(self) -> dict[str, Any]:
         """The options every check of the plan gets besides dtype and device (CheckOptions' names)."""
@@ -85,13 +116,20 @@ class TargetPlan:
             out["time_budget"] = self.time_budget
         if self.max_detectable_tv is not None:
             out["max_detectable_tv"] = self.max_detectable_tv
-        if self.vocab:
-            out["vocab"] = tuple(self.vocab)
-        return out
+        return out | dict(self.options)
+
+    def built(self) -> Any:
+        """The plan's options as the check builds them (:class:`~specproof.harness.check.options.CheckOptions`)."""
+        from specproof.harness.check.options import CheckOptions
+        from specproof.harness.check.targets import target_contract
+
+        return CheckOptions.build(target_contract(self.contract, self.adapter), **self.check_options())
 
     def validated(self) -> "TargetPlan":
-        """Options checked once, before any target runs (a usage error names the flag)."""
-        from specproof.harness.check.options import CheckOptions
+        """Options checked once, before any target runs, by ``CheckOptions.build`` (a usage error names the
+        option as the API does: ``samples``, ``rule``, ...; the CLI and a campaign name their flag or key);
+        the contract resolved (the adapter's, or batched) and the contract options normalised."""
+        from specproof.harness.check.contracts import CONTRACT_OPTIONS
         from specproof.harness.exact.dtypes import dtype_name
 
         if not self.targets:
@@ -100,38 +138,35 @@ class TargetPlan:
         for device in self.devices:
             if device not in ("cpu", "cuda"):
                 raise SpecproofInputError("--devices", f"unknown device {device!r}", "use cpu and/or cuda")
-        try:
-            CheckOptions.build(self.contract, **self.check_options())
-        except SpecproofInputError as err:
-            flag = {"samples": "--samples", "time_budget": "--time-budget", "seed": "--seed",
-                    "max_detectable_tv": "--max-detectable-tv", "contract": "--contract",
-                    "vocab": "--vocab"}.get(err.argument,
-                                                                                               err.argument)
-            raise SpecproofInputError(flag, err.problem, err.fix) from None
-        return TargetPlan(tuple(dict.fromkeys(self.targets)), self.contract, dtypes,
+        unknown = [name for name, _ in self.options if name not in CONTRACT_OPTIONS]
+        if unknown:
+            raise SpecproofInputError(unknown[0], "is not a contract option",
+                                      f"use some of {', '.join(CONTRACT_OPTIONS)}")
+        built = self.built()
+        options = tuple((name, getattr(built, name)) for name in built.contract.options
+                        if getattr(built, name) is not None)
+        return TargetPlan(tuple(dict.fromkeys(self.targets)), built.contract.name, dtypes,
                           tuple(dict.fromkeys(self.devices)), self.seed, self.samples, self.time_budget,
-                          self.max_detectable_tv, CheckOptions.build(self.contract, **self.check_options()).vocab)
+                          self.max_detectable_tv, self.adapter, options)
+
+    def options_text(self) -> str:
+        """The plan's adapter and contract options as its rows' keys show them (:func:`options_text`)."""
+        return options_text(self.adapter, self.built().contract_values())
 
     def as_json(self) -> dict[str, Any]:
         return {"targets": list(self.targets), "contract": self.contract, "dtypes": list(self.dtypes),
                 "devices": list(self.devices), "seed": self.seed, "samples": self.samples,
                 "time_budget": self.time_budget, "max_detectable_tv": self.max_detectable_tv,
-                "vocab": None if not self.vocab else list(self.vocab)}
-
-
-def load_checked_target(spec: str, contract: str) -> Any:
-    """The target named ``spec``, imported and checked against ``contract``'s signature (usage errors name
-    TARGET): the report refuses a wrong target before it measures anything."""
-    from specproof.harness.check.contracts import get_contract
-    from specproof.loading import load_object
-
-    return get_contract(contract, "--contract").check_signature(load_object(spec, "TARGET"), "TARGET")
+                "adapter": self.adapter, "contract_options": self.built().contract_values()}
 
 
 def target_tasks(plan: TargetPlan) -> list[TaskSpec]:
-    """One task per (target, dtype, device); the params carry the check's options (picklable)."""
-    params = tuple(sorted({"contract": plan.contract, **plan.check_options()}.items()))
-    return [TaskSpec(TARGET_KIND, target, dtype, target_input(plan.contract, device), params, cost=10.0)
+    """One task per (target, dtype, device) of a validated plan; the params carry the check's options
+    (picklable and hashable)."""
+    text = plan.options_text()
+    params = tuple(sorted({"contract": plan.contract, "adapter": plan.adapter, **plan.check_options()}.items()))
+    return [TaskSpec(TARGET_KIND, target, dtype, target_input(plan.contract, device, text),
+                     params + (("device", device),), cost=10.0)
             for target in plan.targets for dtype in plan.dtypes for device in plan.devices]
 
 
@@ -167,15 +202,17 @@ def drift_figure(result: Any) -> tuple[Figure, dict[str, Any]] | None:
                     "upper": float(drift["high"]), "confidence": drift["confidence"], "scenario": drift["scenario"]}
 
 
-def check_row(target: str, contract: str, device: str, result: Any, fn: Any = None,
-              seconds: float = 0.0) -> dict[str, Any]:
-    """The row of one finished check (module docstring); ``fn`` the target (for its source hash)."""
+def check_row(target: str, contract: str, device: str, result: Any, fn: Any = None, seconds: float = 0.0,
+              adapter: str | None = None, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The row of one finished check (module docstring); ``fn`` the target (for its source hash); ``adapter`` and
+    ``options`` (:meth:`~specproof.harness.check.options.CheckOptions.contract_values`) what it ran under."""
     verdict = getattr(result.verdict, "value", str(result.verdict))
     flagged = verdict == "fail"
     findings = result.findings
     figures = {"detectable_tv": Figure.of(result.detectable_tv, None, "informational (power 0.99)", result.dtype)}
     detail: dict[str, Any] = {
-        "contract": contract, "device": device, "diagnosis": result.diagnosis_line(),
+        "contract": contract, "device": device, "adapter": adapter, "contract_options": dict(options or {}),
+        "diagnosis": result.diagnosis_line(),
         "findings": [f.line() for f in findings[:5]], "findings_total": len(findings),
         "certain_findings": sum(1 for f in findings if f.certain), "rows": result.rows,
         "detectable_tv": result.detectable_tv, "stop_reason": result.stop_reason,
@@ -195,10 +232,13 @@ def check_row(target: str, contract: str, device: str, result: Any, fn: Any = No
 
 def _row(target: str, dtype: str, contract: str, device: str, verdict: str, flagged: bool,
          figures: dict[str, Figure], detail: dict[str, Any], source: str | None, seconds: float) -> dict[str, Any]:
+    """A check row; its input (and so its key) and its input hash name the adapter and contract options of
+    ``detail`` (none recorded: none in the key)."""
     as_row = {"kind": TARGET_KIND, "passed": not flagged, "expected_exact": True, "detail": detail}
-    return Row(TARGET_KIND, target, None, dtype, target_input(contract, device), True, not flagged,
+    text = options_text(detail.get("adapter"), detail.get("contract_options"))
+    return Row(TARGET_KIND, target, None, dtype, target_input(contract, device, text), True, not flagged,
                expected_outcome(as_row), verdict,
-               Hashes(source, None, _check_code_hash(), bytes_hash([contract, device])),
+               Hashes(source, None, _check_code_hash(), bytes_hash([contract, device] + ([text] if text else []))),
                figures, detail, contract=contract, seconds=round(seconds, 3)).to_json()
 
 
@@ -207,20 +247,24 @@ def run_target_task(spec: TaskSpec) -> TaskOutcome:
     raises, hangs or breaks its output contract (a usage error of the options is a skip)."""
     from specproof.harness.check.calls import ContractViolation, VerifierError
     from specproof.harness.check.driver import check
+    from specproof.harness.check.options import CheckOptions
+    from specproof.harness.check.targets import load_target
 
     start = time.perf_counter()
-    contract, device = spec.input.rsplit("@", 1)[0], spec.input.rsplit("@", 1)[1]
-    options = {k: v for k, v in spec.params if k != "contract"}
+    params = dict(spec.params)
+    contract, device, adapter = params.pop("contract"), params.pop("device"), params.pop("adapter")
+    values = CheckOptions.build(contract, **params).contract_values()
     outcome = TaskOutcome()
     fn = None
     try:
-        fn = load_checked_target(spec.name, contract)
-        result = check(fn, contract, dtype=spec.dtype, device=device, progress=False, **options)
-        outcome.rows.append(check_row(spec.name, contract, device, result, fn, time.perf_counter() - start))
+        fn, _ = load_target(spec.name, contract, adapter)
+        result = check(fn, contract, dtype=spec.dtype, device=device, progress=False, **params)
+        outcome.rows.append(check_row(spec.name, contract, device, result, fn, time.perf_counter() - start,
+                                      adapter, values))
     except (VerifierError, ContractViolation, SpecproofInputError) as err:
         # the target broke (or its file no longer imports): a flagged row naming why, not a crash
-        detail = {"contract": contract, "device": device, "error": f"{type(err).__name__}: {err}"[:500],
-                  "seed": options.get("seed", 0)}
+        detail = {"contract": contract, "device": device, "adapter": adapter, "contract_options": values,
+                  "error": f"{type(err).__name__}: {err}"[:500], "seed": params.get("seed", 0)}
         outcome.rows.append(_row(spec.name, spec.dtype, contract, device, "error", True, {}, detail,
                                  None if fn is None else source_hash(fn), time.perf_counter() - start))
     outcome.seconds = time.perf_counter() - start
@@ -243,8 +287,11 @@ def check_file_document(data: dict[str, Any], source: str) -> dict[str, Any]:
     device = str(result.get("device", "cpu")).split(":")[0]
     verdict = str(result.get("verdict"))
     findings = [f for s in result.get("scenarios", []) for f in s.get("findings", [])]
+    options = doc.get("contract_options")  # absent: a file written before they were recorded (unknown)
     detail: dict[str, Any] = {
-        "contract": contract, "device": device, "diagnosis": (result.get("diagnosis") or {}).get("line"),
+        "contract": contract, "device": device, "adapter": doc.get("adapter"),
+        "contract_options": dict(options) if isinstance(options, dict) else None,
+        "diagnosis": (result.get("diagnosis") or {}).get("line"),
         "findings_total": result.get("findings_total", len(findings)), "rows": result.get("rows"),
         "detectable_tv": result.get("detectable_tv"), "stop_reason": result.get("stop_reason"),
         "rows_at_first_flag": result.get("rows_at_first_flag"),
@@ -353,6 +400,15 @@ def _coverage_cell(coverage: Any) -> str:
     return text
 
 
+def _target_label(row: Row) -> str:
+    """``TARGET``, with its contract when not batched and its adapter and contract options when set:
+    ``spec.py:verify (generate; temperature=0.7)``."""
+    contract = row.detail.get("contract") or row.contract or "batched"
+    text = options_text(*row_options(row))
+    said = ([] if contract == "batched" else [contract]) + ([text] if text else [])
+    return row.implementation + (f" ({'; '.join(said)})" if said else "")
+
+
 def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], list[str]]:
     """One line per check row (target, dtype, device): verdict, drift with its interval (a column only
     when some row has one), detectable TV, findings (the diagnosis first, long text folded), the
@@ -365,8 +421,8 @@ def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], 
         drift = row.detail.get("drift")
         drift_text = "-" if not drift else (f"{fmt(drift['estimate'])} ({fmt(drift['lower'])} .. "
                                             f"{fmt(drift['upper'])})")
-        contract, device = row.input.rsplit("@", 1)
-        lines.append([row.implementation + ("" if contract == "batched" else f" ({contract})"), row.dtype, device,
+        device = row.input.rsplit("@", 1)[1]
+        lines.append([_target_label(row), row.dtype, device,
                       row.verdict.upper(), drift_text, fmt(row.detail.get("detectable_tv")), _finding_cell(row),
                       _vocab_cell(row.detail.get("vocab_sizes")), _coverage_cell(row.detail.get("coverage")),
                       f"{row.detail['rows']:,}" if isinstance(row.detail.get("rows"), int) else "-",
@@ -401,6 +457,8 @@ def target_banner_lines(document: dict[str, Any]) -> tuple[str, list[str], str] 
         parts = []
         for r in own:
             where = r.dtype + ("" if r.input.endswith("@cpu") else f" on {r.input.rsplit('@', 1)[1]}")
+            text = options_text(*row_options(r))
+            where += f" [{text}]" if text else ""
             parts.append(f"{where} {r.verdict.upper()}")
         lines.append(f"{target}: " + ", ".join(parts))
     causes: dict[tuple[str, str], list[str]] = {}  # one line per (target, cause), its dtypes named once

@@ -101,7 +101,6 @@ def _worker_stream(spec: ShardSpec) -> Any:
     if hit is not None:
         return hit
     import torch  # noqa: F401  (the worker's first torch import)
-    from specproof.loading import load_object
     from specproof.harness.check.calls import Caller, resolve_device
     from specproof.harness.check.driver import Stream
 
@@ -110,11 +109,9 @@ def _worker_stream(spec: ShardSpec) -> Any:
             sys.path.append(entry)
     verify = spec.verify
     if isinstance(verify, str):
-        verify = load_object(verify, "TARGET")
-        if spec.adapter is not None:
-            from specproof.impls.adapters import get_adapter
+        from specproof.harness.check.targets import load_target
 
-            verify = get_adapter(spec.adapter).wrap(verify)
+        verify, _ = load_target(verify, spec.options.contract.name, spec.adapter)
     device = resolve_device(spec.device)
     options = spec.options
     prepared = options.contract.implementation().prepare(spec.scenario, options, device)

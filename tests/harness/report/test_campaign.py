@@ -17,7 +17,7 @@ import specproof.impls as impls
 from specproof.errors import SpecproofInputError
 from specproof.harness.cli import main
 from specproof.harness.report.campaign import load_campaign, run_campaign
-from specproof.harness.report.run import ReportEngine
+from specproof.harness.report.execute import ReportEngine
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "campaign.example.toml"
 

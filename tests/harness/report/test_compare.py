@@ -10,7 +10,8 @@ import torch
 import specproof.impls as impls
 from specproof.harness.cli import main
 from specproof.harness.files.provenance import write_json
-from specproof.harness.report.run import ReportConfig, run_report
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.run import run_report
 from specproof.harness.report.compare import compare_documents
 
 HASHES = {"implementation": "i1", "rule": "r1", "reference": "f1", "input": "n1"}

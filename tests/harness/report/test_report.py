@@ -8,15 +8,20 @@ import pytest
 import torch
 
 import specproof.impls as impls
+from specproof.harness.report import execute as execute_module
 from specproof.harness.report import run as report_module
 from specproof.harness.report import publish as publish_module
 from specproof.harness.cli import main
-from specproof.harness.report.run import OUTPUT_FILES, ProgressBar, ReportConfig, run_report, write_report
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.execute import ProgressBar
+from specproof.harness.report.publish import OUTPUT_FILES, write_report
+from specproof.harness.report.run import run_report
 from specproof.harness.report.analysis import summarise
 from specproof.harness.report.render import render_report, terminal_summary
 from specproof.harness.report.schema import (SCHEMA, definition_hash, load_results, migrate, migrate_1_to_2,
                                              row_key, rule_hash)
-from specproof.harness.report.plan import TaskSpec, run_task
+from specproof.harness.report.measure import run_task
+from specproof.harness.report.plan import TaskSpec, plan
 from specproof.errors import SpecproofInputError
 
 SAMPLE = Path(__file__).resolve().parents[3] / "reports" / "cpu"
@@ -99,7 +104,7 @@ def test_a_missing_transformers_is_a_skip_that_names_the_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a))
     record = next(r for r in impls.implementations() if r.needs_extra == "transformers")
-    tasks, skipped = report_module.plan(tiny_config(dtypes=("bfloat16",)), [record])
+    tasks, skipped = plan(tiny_config(dtypes=("bfloat16",)), [record])
     assert tasks == [] and "transformers, which is not installed" in skipped[0]["reason"]
     assert "[report]" in skipped[0]["reason"]
     document = {"skipped": skipped, "rows": {}, "zoo": [], "config": {"mode": "quick", "dtypes": ["bfloat16"]},
@@ -250,7 +255,7 @@ def test_interrupted_cli_run_writes_nothing(tmp_path, monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report_module, "run_task", interrupted)
+    monkeypatch.setattr(execute_module, "run_task", interrupted)
     out = tmp_path / "report"
     code = main(["report", "--quick", "--no-proofs", "--impl", "whitebox-ratio", "--dtypes", "float32",
                  "--jobs", "1", "--quiet", "--out", str(out)])
@@ -340,7 +345,7 @@ def test_cli_refuses_a_file_as_out_before_measuring(tmp_path, capsys):
 def test_report_exits_1_when_an_exact_implementation_is_flagged(tmp_path, monkeypatch, capsys):
     broken = impls.Implementation(name="whitebox-ratio", fn=_bfloat16_inside, contract="whitebox", rule="canonical",
                                   expected_exact=True, description="claims float32, rounds the output to bfloat16")
-    monkeypatch.setattr(report_module, "_select", lambda config, records: [broken])
+    monkeypatch.setattr(report_module, "select_records", lambda config, records: [broken])
     code = main(["report", "--quick", "--no-proofs", "--dtypes", "float32", "--jobs", "1", "--quiet",
                  "--out", str(tmp_path / "r")])
     assert code == 1
@@ -411,7 +416,7 @@ def test_stopping_the_pool_terminates_running_workers_at_once():
 
     code = """
 import concurrent.futures, multiprocessing, time
-from specproof.harness.report import run as report_module
+from specproof.harness.report import execute as execute_module
 pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
 futures = [pool.submit(time.sleep, 600) for _ in range(2)]
 deadline = time.monotonic() + 120
@@ -419,7 +424,7 @@ while not (len(pool._processes) == 2 and all(p.is_alive() for p in pool._process
     assert time.monotonic() < deadline, "the pool never started its two workers"
     time.sleep(0.05)
 processes = list(pool._processes.values())
-report_module._stop_workers(pool)
+execute_module._stop_workers(pool)
 alive = [p.pid for p in processes if p.is_alive()]
 pool.shutdown(wait=True, cancel_futures=True)
 assert not alive, alive

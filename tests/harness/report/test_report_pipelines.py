@@ -11,7 +11,8 @@ from specproof.errors import SpecproofInputError
 import specproof.impls as impls
 from specproof.harness.report.pipelines import QUICK_PIPELINES, pipeline_table, pipeline_tasks
 from specproof.harness.report.render import render_report, terminal_summary
-from specproof.harness.report.run import ReportConfig, run_report
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.run import run_report
 from specproof.harness.report.schema import validate
 from specproof.impls.pipelines import PIPELINES, get_pipeline
 from specproof.impls.pipelines.canonical import canonical_generate

@@ -15,7 +15,9 @@ from specproof.harness.report.compare import without_timing
 
 import specproof.impls as impls
 from specproof.harness.cli import main
-from specproof.harness.report.run import ReportConfig, ReportEngine, run_report
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.execute import ReportEngine
+from specproof.harness.report.run import run_report
 from specproof.harness.report.render import terminal_summary
 
 needs_ray = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]  # without Ray: skipped, or failed in CI

@@ -4,7 +4,7 @@ colours say whether a line is as expected (test_render.py); ULP figures say "zer
 scope."""
 
 import specproof.impls as impls
-from specproof.harness.report.run import zoo_verdicts
+from specproof.harness.report.zoo import zoo_verdicts
 from specproof.harness.report.analysis import (drift_tables, fmt, proof_table, row_status, sampler_findings,
                                                summarise, zoo_table)
 from specproof.harness.report.render import Table, render_html, report_blocks, terminal_summary

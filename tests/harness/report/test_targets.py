@@ -13,7 +13,8 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.cli.parser import main
 from specproof.harness.report.compare import compare_documents, load_for_compare
 from specproof.harness.report.render import Table, render_html, render_markdown, report_blocks, terminal_summary
-from specproof.harness.report.run import ReportConfig, run_report
+from specproof.harness.report.config import ReportConfig
+from specproof.harness.report.run import run_report
 from specproof.harness.report.schema import validate
 from specproof.harness.report.targets import TargetPlan, check_file_document, target_table
 
