@@ -299,9 +299,9 @@ def default_tree_suite() -> list[TreeScenario]:
         TreeScenario("tree-topk-deep", "EAGLE/SGLang-style depth-3 tree of top-k draft children, V=4",
                      Tree(_EAGLE), "topk", tree_pair(4, 3, 15)),
         TreeScenario("tree-topk-wide-truncated", "depth-2 tree of top-4 / top-2 / top-1 draft children over "
-                     "top-k / top-p truncated targets, V=8", Tree(_WIDE), "topk", truncated_tree_pair(8, 2, 16)),
+                     "top-k / top-p truncated targets, V=8", Tree(_WIDE), "topk", truncated_tree_pair(8, 2, 28)),
         TreeScenario("tree-topk-chain-truncated", "depth-4 chain of top-1 draft children over truncated targets, "
-                     "V=4", Tree(_CHAIN), "topk", truncated_tree_pair(4, 4, 17)),
+                     "V=4", Tree(_CHAIN), "topk", truncated_tree_pair(4, 4, 93)),
         TreeScenario("tree-iid-lopsided-truncated", "lopsided depth-3 tree of i.i.d. siblings over truncated "
                      "targets, V=6", Tree(_LOPSIDED), "iid", truncated_tree_pair(6, 3, 18)),
         TreeScenario("tree-distinct-wide-truncated", "depth-2 tree, 4 root siblings without replacement, over "
