@@ -233,13 +233,13 @@ def tree_pair(vocab: int, depth: int, seed: int) -> ToyPair:
 
 def truncated_tree_pair(vocab: int, depth: int, seed: int, *, resolution: int = 64) -> ToyPair:
     """A prefix-dependent pair whose target rows are truncated as a runtime's sampler truncates them
-    before verification: each row (random, denominator ``resolution``, full support) keeps its ``k``
-    most likely tokens (top-k, ``k`` uniform in ``2..ceil(V/2)``) or the fewest whose mass reaches 3/4
-    (top-p), at most ``V - 1``, renormalised.  The draft rows have full support (``(c + 1) / total``:
-    ``distinct`` never runs out of mass) and in about half the prefixes their most likely token is one
-    the target dropped, strictly (``topk``'s lower-id tie rule cannot hide it): a first-tried child of
-    target probability 0 and positive draft probability is ordinary, as in a top-k tree over top-k / top-p
-    targets."""
+    before verification: each row (random counts ``c + 1``, full support) keeps its ``k`` most likely
+    tokens (top-k, ``k`` uniform in ``2..ceil(V/2)``) or the fewest whose mass reaches 3/4 (top-p), at
+    most ``V - 1``, renormalised.  The draft rows have full support (``distinct`` never runs out of
+    mass); in half the prefixes their most likely token is swapped onto one the target dropped, made
+    strictly the most likely (``topk``'s lower-id tie rule cannot hide it), and a random top-1 lands on a
+    dropped token in many of the others: a first-tried child of target probability 0 and positive draft
+    probability is ordinary, as in a top-k tree over top-k / top-p truncated targets."""
     if vocab < 3:
         raise SpecproofInputError("vocab", f"{vocab} < 3", "truncated targets need at least 3 tokens")
     rng = random.Random(seed)
@@ -285,8 +285,12 @@ _LOPSIDED = (-1, -1, 0, 0, 0, 4)  # depth 3: three grandchildren under the first
 
 def default_tree_suite() -> list[TreeScenario]:
     """i.i.d. siblings (with replacement), distinct siblings (without), top-k siblings; each mode with
-    several tree shapes and depths (1 to 4), a vocabulary of at least 6 and top-k / top-p truncated
-    targets (:func:`truncated_tree_pair`)."""
+    three tree shapes, depths 1 to 4, a vocabulary of 6 or 8 and top-k / top-p truncated targets
+    (:func:`truncated_tree_pair`).  The top-k trees' seeds are picked for where the zeros fall (top-k
+    siblings are deterministic): the wide tree's first-tried root child (the draft's top-1) has target
+    probability 0 in every row, the top-2 root child is accepted in about 63% of rows and its one child is
+    again a dropped token; the chain's target keeps the draft's top-1 at depths 1-3 and drops it at
+    depth 4 (reached in about 15% of rows)."""
     return [
         TreeScenario("tree-iid-star", "3 i.i.d. siblings at the root (RRS with replacement), V=5",
                      Tree(_STAR), "iid", tree_pair(5, 1, 11)),
