@@ -278,7 +278,7 @@ def truncated_tree_pair(vocab: int, depth: int, seed: int, *, resolution: int = 
 _STAR = (-1, -1, -1)
 _DEEP = (-1, -1, 0, 0, 1, 2)  # depth 3: two root children, two grandchildren under the first
 _EAGLE = (-1, -1, -1, 0, 0, 1, 3)  # depth 3: top-3 at the root, top-2 under the best
-_WIDE = (-1, -1, -1, -1, 0, 0, 1)  # depth 2: four root children, two grandchildren under the first, one under the second
+_WIDE = (-1, -1, -1, -1, 0, 0, 1)  # depth 2: four root children; two grandchildren under the first, one under the 2nd
 _CHAIN = (-1, 0, 1, 2)  # depth 4: one child per node (a top-1 chain: every node a first-tried child)
 _LOPSIDED = (-1, -1, 0, 0, 0, 4)  # depth 3: three grandchildren under the first root child, one great-grandchild
 
