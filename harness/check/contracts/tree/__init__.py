@@ -1,7 +1,7 @@
 """The tree contract: ``verify(parents, draft_probs, target_probs, node_tokens, generator) -> emitted``.
 
 The signature and output contract are :mod:`.signature`'s; the scenarios
-(:func:`.scenarios.default_tree_suite`: i.i.d., distinct and top-k siblings, depth 1 and 3) draw
+(:func:`.scenarios.default_tree_suite`: i.i.d., distinct and top-k siblings, depths 1 to 4) draw
 node tokens from the exact sibling laws; the families and band are :mod:`.families`'.  Impossible
 outcomes, certain: a token of target probability 0 at its emitted prefix, and tokens before the last
 that leave the row's tree.  ``siblings`` keeps the scenarios of those sibling modes (default: the

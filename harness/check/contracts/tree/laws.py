@@ -148,7 +148,10 @@ def _sibling_draws(prefix: tuple[int, ...], m: int, row: RowFn) -> Iterator[tupl
     yield from extend((), Fraction(1), ())
 
 
+@lru_cache(maxsize=1 << 14)
 def _subtract(r: Law, w: Law, fallback: Law) -> Law:
+    """``norm(max(0, r - w))``, ``fallback`` when it has no positive entry (cached: i.i.d. siblings share
+    their rows, so the walk meets the same residuals over and over)."""
     rest = tuple(max(Fraction(0), a - b) for a, b in zip(r, w))
     mass = sum(rest, Fraction(0))
     return tuple(x / mass for x in rest) if mass else fallback
@@ -175,6 +178,7 @@ def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn) -> SequenceL
                 _add(out, prefix + (t,), w)
             return tuple(out.items())
         order = range(len(kids)) if rule.order == "index" else range(len(kids) - 1, -1, -1)
+        moves: dict[tuple[int, int], Fraction] = {}  # (sibling, token) -> probability the walk moves there
         for tokens, weight, rows in _sibling_draws(prefix, len(kids), row):
             r, reach = p, weight
             for i in order:
@@ -182,13 +186,15 @@ def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn) -> SequenceL
                 w = {"own": rows[i], "first": rows[0]}.get(rule.rows) or \
                     tuple(Fraction(int(t == y)) for t in range(pair.vocab))
                 accept = min(Fraction(1), r[y] / w[y]) if w[y] else Fraction(0)
-                for seq, v in walk(prefix + (y,), kids[i]):
-                    _add(out, seq, reach * accept * v)
+                _add(moves, (i, y), reach * accept)
                 reach *= 1 - accept
                 if rule.residual == "subtract":
                     r = _subtract(r, w, p)
             for t, v in enumerate(r):
                 _add(out, prefix + (t,), reach * v)
+        for (i, y), m in moves.items():
+            for seq, v in walk(prefix + (y,), kids[i]):
+                _add(out, seq, m * v)
         return tuple(out.items())
 
     return dict(walk((), -1))

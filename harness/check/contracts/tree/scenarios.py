@@ -16,6 +16,7 @@ node ``i``'s draft row is looked up by ``(code of its parent's path, mask of ear
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -31,7 +32,7 @@ from specproof.harness.exact.rounded import RoundedPair, exact_law_row
 from specproof.harness.check.contracts.tree.laws import Tree, sibling_row
 from specproof.harness.check.options import SIBLING_MODES
 
-__all__ = ["TreeScenario", "TreeRealisation", "TreeBatch", "default_tree_suite", "tree_pair"]
+__all__ = ["TreeScenario", "TreeRealisation", "TreeBatch", "default_tree_suite", "tree_pair", "truncated_tree_pair"]
 
 
 @dataclass(frozen=True)
@@ -230,13 +231,66 @@ def tree_pair(vocab: int, depth: int, seed: int) -> ToyPair:
                                   lambda s: tuple((64 * x + 1) / (64 + vocab) for x in base.draft[s]))
 
 
+def truncated_tree_pair(vocab: int, depth: int, seed: int, *, resolution: int = 64) -> ToyPair:
+    """A prefix-dependent pair whose target rows are truncated as a runtime's sampler truncates them
+    before verification: each row (random counts ``c + 1``, full support) keeps its ``k`` most likely
+    tokens (top-k, ``k`` uniform in ``2..ceil(V/2)``) or the fewest whose mass reaches 3/4 (top-p), at
+    most ``V - 1``, renormalised.  The draft rows have full support (``distinct`` never runs out of
+    mass); in half the prefixes their most likely token is swapped onto one the target dropped, made
+    strictly the most likely (``topk``'s lower-id tie rule cannot hide it), and a random top-1 lands on a
+    dropped token in many of the others: a first-tried child of target probability 0 and positive draft
+    probability is ordinary, as in a top-k tree over top-k / top-p truncated targets."""
+    if vocab < 3:
+        raise SpecproofInputError("vocab", f"{vocab} < 3", "truncated targets need at least 3 tokens")
+    rng = random.Random(seed)
+
+    def counts() -> list[int]:
+        cuts = sorted(rng.randint(0, resolution) for _ in range(vocab - 1))
+        return [b - a + 1 for a, b in zip([0] + cuts, cuts + [resolution])]
+
+    target: dict[tuple[int, ...], tuple[Fraction, ...]] = {}
+    draft: dict[tuple[int, ...], tuple[Fraction, ...]] = {}
+    for length in range(depth + 1):
+        for prefix in itertools.product(range(vocab), repeat=length):
+            base = counts()
+            ranked = sorted(range(vocab), key=lambda t: (-base[t], t))
+            if rng.random() < 0.5:
+                keep = rng.randint(2, (vocab + 1) // 2)
+            else:
+                cumulative = list(itertools.accumulate(base[t] for t in ranked))
+                keep = next(i + 1 for i, c in enumerate(cumulative) if 4 * c >= 3 * cumulative[-1])
+            kept = set(ranked[:max(1, min(keep, vocab - 1))])
+            mass = sum(base[t] for t in kept)
+            target[prefix] = tuple(Fraction(base[t], mass) if t in kept else Fraction(0) for t in range(vocab))
+            if length == depth:
+                continue
+            q = counts()
+            if rng.random() < 0.5:  # the draft's top-1 is a token the target dropped
+                z = rng.choice(sorted(set(range(vocab)) - kept))
+                top = max(range(vocab), key=lambda t: q[t])
+                q[z], q[top] = q[top], q[z]
+                q[z] += 1
+            total = sum(q)
+            draft[prefix] = tuple(Fraction(c, total) for c in q)
+    return ToyPair(vocab, depth, target, draft)
+
+
 _STAR = (-1, -1, -1)
 _DEEP = (-1, -1, 0, 0, 1, 2)  # depth 3: two root children, two grandchildren under the first
 _EAGLE = (-1, -1, -1, 0, 0, 1, 3)  # depth 3: top-3 at the root, top-2 under the best
+_WIDE = (-1, -1, -1, -1, 0, 0, 1)  # depth 2: four root children; two grandchildren under the first, one under the 2nd
+_CHAIN = (-1, 0, 1, 2)  # depth 4: one child per node (a top-1 chain: every node a first-tried child)
+_LOPSIDED = (-1, -1, 0, 0, 0, 4)  # depth 3: three grandchildren under the first root child, one great-grandchild
 
 
 def default_tree_suite() -> list[TreeScenario]:
-    """i.i.d. siblings (with replacement), distinct siblings (without), top-k siblings; depth 1 and 3."""
+    """i.i.d. siblings (with replacement), distinct siblings (without), top-k siblings; each mode with
+    three tree shapes, depths 1 to 4, a vocabulary of 6 or 8 and top-k / top-p truncated targets
+    (:func:`truncated_tree_pair`).  The top-k trees' seeds are picked for where the zeros fall (top-k
+    siblings are deterministic): the wide tree's first-tried root child (the draft's top-1) has target
+    probability 0 in every row, the top-2 root child is accepted in about 63% of rows and its one child is
+    again a dropped token; the chain's target keeps the draft's top-1 at depths 1-3 and drops it at
+    depth 4 (reached in about 15% of rows)."""
     return [
         TreeScenario("tree-iid-star", "3 i.i.d. siblings at the root (RRS with replacement), V=5",
                      Tree(_STAR), "iid", tree_pair(5, 1, 11)),
@@ -248,4 +302,12 @@ def default_tree_suite() -> list[TreeScenario]:
                      "distinct", tree_pair(4, 3, 14)),
         TreeScenario("tree-topk-deep", "EAGLE/SGLang-style depth-3 tree of top-k draft children, V=4",
                      Tree(_EAGLE), "topk", tree_pair(4, 3, 15)),
+        TreeScenario("tree-topk-wide-truncated", "depth-2 tree of top-4 / top-2 / top-1 draft children over "
+                     "top-k / top-p truncated targets, V=8", Tree(_WIDE), "topk", truncated_tree_pair(8, 2, 28)),
+        TreeScenario("tree-topk-chain-truncated", "depth-4 chain of top-1 draft children over truncated targets, "
+                     "V=4", Tree(_CHAIN), "topk", truncated_tree_pair(4, 4, 93)),
+        TreeScenario("tree-iid-lopsided-truncated", "lopsided depth-3 tree of i.i.d. siblings over truncated "
+                     "targets, V=6", Tree(_LOPSIDED), "iid", truncated_tree_pair(6, 3, 18)),
+        TreeScenario("tree-distinct-wide-truncated", "depth-2 tree, 4 root siblings without replacement, over "
+                     "truncated targets, V=6", Tree(_WIDE), "distinct", truncated_tree_pair(6, 2, 19)),
     ]
