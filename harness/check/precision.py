@@ -230,7 +230,10 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
     """Set every prepared scenario's ``tolerance``: ``options.max_drift`` when given (the user's band);
     else one probe call of :data:`PROBE_ROWS` rows per scenario under :func:`observe` (global RNG restored)
     and, when the arithmetic was observed, the smaller of the worst case and the derived band
-    (``band_for``, :func:`~specproof.harness.exact.tolerances.step_tolerance`); else the worst case, said."""
+    (``band_for``, :func:`~specproof.harness.exact.tolerances.composed_tolerance`); else the worst case, said.
+    The derived band's assumptions are :data:`~specproof.harness.exact.tolerances.DERIVED_ASSUMPTIONS` and
+    each contract's own (the prepared scenarios' ``band_assumptions``: the rule its inputs' term is
+    computed for), each printed once."""
     if options.max_drift is not None:
         for p in prepared:
             p.tolerance = float(options.max_drift)
@@ -254,4 +257,5 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
                                 f"every draw and sum assumed in {options.dtype}")
     for p, band in zip(prepared, bands):
         p.tolerance = band
-    return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS)
+    own = [a for p in prepared for a in getattr(p, "band_assumptions", ())]
+    return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS + tuple(dict.fromkeys(own)))
