@@ -24,8 +24,10 @@ from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.generate.signature import call_generate
-from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
+from specproof.harness.check.contracts.generate.laws import (PIPELINE_ROWS_ASSUMPTION, PipelineLaw, pipeline_families,
+                                                             pipeline_tolerance, sequence_codes_of)
 from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, with_sampling
+from specproof.harness.exact.tolerances import Precision
 
 __all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
 
@@ -82,6 +84,14 @@ class GenerateScenarioPrepared:
     @cached_property
     def families(self) -> list[Any]:
         return pipeline_families(self.law)
+
+    band_assumptions = (PIPELINE_ROWS_ASSUMPTION,)  # what band_for's step is derived for
+
+    def band_for(self, precision: Precision) -> float:
+        """The null band for an observed precision (:func:`.laws.pipeline_tolerance`, rows computed by the
+        pipeline itself), plus the model pair's own term."""
+        pair, n = self.scenario.pair, self.new_tokens
+        return float(pipeline_tolerance(self.dtype, self.vocab, n, pair.extra_tolerance(self.dtype, n), precision))
 
     def sample(self, rows: int, generator: torch.Generator) -> PromptBatch:
         return PromptBatch(rows)
