@@ -251,9 +251,11 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
         seen.merge(found)
     if not seen.observable:
         return Band(BAND_WORST, f"{seen.reason()}: every draw and sum assumed in {options.dtype}")
-    bands = [p.band_for(seen.precision(options.dtype)) for p in prepared]
-    if any(b is None for b in bands):
-        return Band(BAND_WORST, f"{seen.describe()}, but a --rule's band is derived for the canonical step only: "
+    precision = seen.precision(options.dtype)
+    bands = [p.band_for(precision) for p in prepared]
+    refused = next((p for p, b in zip(prepared, bands) if b is None), None)
+    if refused is not None:
+        return Band(BAND_WORST, f"{seen.describe()}, but {refused.no_band_reason(precision)}: "
                                 f"every draw and sum assumed in {options.dtype}")
     for p, band in zip(prepared, bands):
         p.tolerance = band

@@ -64,7 +64,10 @@ three forms, each derived, never tuned:
 * rows the verifier computes itself (a pipeline's softmax of the rounded logits, which the exact law
   reads too): no rounded row is given, and the computed row's sum is off from 1 by its own arithmetic,
   the ``u`` of the worst case's ``(V + 3) u`` at the observed ``u_a`` (:func:`computed_rows`): the
-  step is ``g + V g / 2 + (V + 3) u_a``.
+  step is ``g + V g / 2 + (V + 3) u_a``.  Only for roles at least as fine as the logits' dtype
+  (:func:`coarser_than`): narrowing a logit ``l`` moves its probability by a factor up to
+  ``exp(|l| u_a)``, which no ``(V + 3) u_a`` bounds (logits of 20 in bfloat16: 8%), so a pipeline
+  that narrows its logits is held to its dtype's worst case.
 
 Assumptions (printed with the verdict): the probe call's dtypes are those of every call (the
 arithmetic does not change dtype with the data), the observed draws are torch's CPU/CUDA generators
@@ -99,7 +102,7 @@ class Precision:
 
 
 __all__ = ["unnormalised_step_tv", "Precision", "BAND_DERIVED", "BAND_WORST", "BAND_USER", "DERIVED_ASSUMPTIONS",
-           "BATCHED_ROWS_ASSUMPTION", "step_tolerance", "round_tolerance", "check_tolerance", "composed_tolerance",
+           "BATCHED_ROWS_ASSUMPTION", "coarser_than", "step_tolerance", "round_tolerance", "check_tolerance", "composed_tolerance",
            "computed_rows", "draft_sampling_tolerance"]
 
 
@@ -113,6 +116,13 @@ def _roles(dtype: str, precision: Precision, grid: Fraction, grid_given: bool) -
     if drawn == grid and rounding == info.unit_roundoff:
         return drawn, rounding, "worst"  # observed: everything in the dtype, the worst case itself
     return drawn, rounding, "derived" if drawn > grid or rounding > info.unit_roundoff else "smaller"
+
+
+def coarser_than(dtype: str, precision: Precision) -> bool:
+    """Whether an observed role (draws or arithmetic) is coarser than ``dtype``: the worst case of the dtype
+    is then no bound, and only the derived band is (module docstring)."""
+    info = dtype_info(dtype)
+    return _roles(dtype, precision, info.uniform_step, False)[2] == "derived"
 
 
 def _arithmetic_step(vocab: int, drawn: Fraction, rounding: Fraction) -> Fraction:

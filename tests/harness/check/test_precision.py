@@ -252,3 +252,14 @@ def test_tree_and_pipeline_checks_print_their_own_band_assumption():
     assert pipeline.band["basis"] == BAND_DERIVED and "draws in float32" in pipeline.band["detail"]
     assert PIPELINE_ROWS_ASSUMPTION in pipeline.band["assumptions"] and pipeline.verdict.value != "fail"
     assert pipeline.scenarios[0].tolerance < 1e-4
+
+
+def test_a_pipeline_narrowing_its_logits_is_held_to_its_dtypes_worst_case():
+    """bfloat16 arithmetic on float32 logits: the softmax bound does not cover the narrowed logits, so no
+    derived band; the float32 worst case is used and says why."""
+    from specproof.harness.check.contracts import generate as generate_contract
+
+    options = CheckOptions.build("generate", dtype="float32")
+    p = generate_contract.prepare(generate_contract.default_suite(options)[0], options, torch.device("cpu"))
+    narrowing = Precision("float32", "bfloat16", Fraction(0))
+    assert p.band_for(narrowing) is None and "narrows below float32" in p.no_band_reason(narrowing)

@@ -87,6 +87,9 @@ class BatchedScenario:
 
     band_assumptions = (BATCHED_ROWS_ASSUMPTION,)  # what band_for's t_in is computed for
 
+    def no_band_reason(self, precision: Precision) -> str:
+        return "a --rule's band is derived for the canonical step only"
+
     @cached_property
     def has_target_zeros(self) -> bool:
         real = self.real

@@ -27,7 +27,7 @@ from specproof.harness.check.contracts.generate.signature import call_generate
 from specproof.harness.check.contracts.generate.laws import (PIPELINE_ROWS_ASSUMPTION, PipelineLaw, pipeline_families,
                                                              pipeline_tolerance, sequence_codes_of)
 from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, with_sampling
-from specproof.harness.exact.tolerances import Precision
+from specproof.harness.exact.tolerances import Precision, coarser_than
 
 __all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "INJECTION_ROWS"]
 
@@ -87,11 +87,18 @@ class GenerateScenarioPrepared:
 
     band_assumptions = (PIPELINE_ROWS_ASSUMPTION,)  # what band_for's step is derived for
 
-    def band_for(self, precision: Precision) -> float:
+    def band_for(self, precision: Precision) -> float | None:
         """The null band for an observed precision (:func:`.laws.pipeline_tolerance`, rows computed by the
-        pipeline itself), plus the model pair's own term."""
+        pipeline itself), plus the model pair's own term; None when a role is coarser than the dtype
+        (:meth:`no_band_reason`)."""
+        if coarser_than(self.dtype, precision):
+            return None
         pair, n = self.scenario.pair, self.new_tokens
         return float(pipeline_tolerance(self.dtype, self.vocab, n, pair.extra_tolerance(self.dtype, n), precision))
+
+    def no_band_reason(self, precision: Precision) -> str:
+        return (f"the pipeline narrows below {self.dtype} and the softmax bound does not cover a narrowed logit "
+                "(its error grows with the logit's size; exact/tolerances)")
 
     def sample(self, rows: int, generator: torch.Generator) -> PromptBatch:
         return PromptBatch(rows)
