@@ -57,16 +57,16 @@ three forms, each derived, never tuned:
 
 * per step, ``t_in`` as above (the batched contract: every step reads one rounded pair of rows);
 * once for the whole composition, ``T_in`` (``rows_tv``): the exact total variation between the law
-  of the whole round run in real arithmetic on the rounded rows as given and the exact law (the tree
-  contract computes it for every exact tree rule, :func:`..tree.laws.tree_law` with ``given`` rows);
-  by the triangle inequality the band is then ``S tau_arith + T_in`` with
+  of the whole round run in real arithmetic on the rounded rows as given and the exact law (the
+  tree contract computes it for every exact tree rule: ``tree_law`` with ``given`` rows in
+  ``harness.check.contracts.tree.laws``); by the triangle inequality the band is then ``S tau_arith + T_in`` with
   ``tau_arith = g + V g / 2 + (V + 2) u_a`` (the step without ``t_in``);
 * rows the verifier computes itself (a pipeline's softmax of the rounded logits, which the exact law
   reads too): no rounded row is given, and the computed row's sum is off from 1 by its own arithmetic,
   the ``u`` of the worst case's ``(V + 3) u`` at the observed ``u_a`` (:func:`computed_rows`): the
   step is ``g + V g / 2 + (V + 3) u_a``.  Only for roles at least as fine as the logits' dtype
-  (:func:`coarser_than`): narrowing a logit ``l`` moves its probability by a factor up to
-  ``exp(|l| u_a)``, which no ``(V + 3) u_a`` bounds (logits of 20 in bfloat16: 8%), so a pipeline
+  (:func:`coarser_than`): narrowing logits of size up to ``L`` moves a probability by a factor up to
+  ``exp(2 L u_a)``, which no ``(V + 3) u_a`` bounds (logits of 20 in bfloat16: 17%), so a pipeline
   that narrows its logits is held to its dtype's worst case.
 
 Assumptions (printed with the verdict): the probe call's dtypes are those of every call (the
@@ -102,8 +102,8 @@ class Precision:
 
 
 __all__ = ["unnormalised_step_tv", "Precision", "BAND_DERIVED", "BAND_WORST", "BAND_USER", "DERIVED_ASSUMPTIONS",
-           "BATCHED_ROWS_ASSUMPTION", "coarser_than", "step_tolerance", "round_tolerance", "check_tolerance", "composed_tolerance",
-           "computed_rows", "draft_sampling_tolerance"]
+           "BATCHED_ROWS_ASSUMPTION", "coarser_than", "step_tolerance", "round_tolerance", "check_tolerance",
+           "composed_tolerance", "computed_rows", "draft_sampling_tolerance"]
 
 
 def _roles(dtype: str, precision: Precision, grid: Fraction, grid_given: bool) -> tuple[Fraction, Fraction, str]:
