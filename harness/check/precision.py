@@ -238,9 +238,6 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
         for p in prepared:
             p.tolerance = float(options.max_drift)
         return Band(BAND_USER, f"--max-drift {options.max_drift:g}: no tested event may deviate by more")
-    if not all(hasattr(p, "band_for") for p in prepared):
-        return Band(BAND_WORST, f"the {options.contract.name} contract's band is not derived from observed "
-                                "precision yet: every draw and sum in the dtype")
     seen = Observation()
     for number, p in enumerate(prepared):
         seed = probe_seed(options.seed, number)
@@ -259,5 +256,5 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
                                 f"every draw and sum assumed in {options.dtype}")
     for p, band in zip(prepared, bands):
         p.tolerance = band
-    own = [a for p in prepared for a in getattr(p, "band_assumptions", ())]
+    own = [a for p in prepared for a in p.band_assumptions]
     return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS + tuple(dict.fromkeys(own)))
