@@ -230,14 +230,14 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
     """Set every prepared scenario's ``tolerance``: ``options.max_drift`` when given (the user's band);
     else one probe call of :data:`PROBE_ROWS` rows per scenario under :func:`observe` (global RNG restored)
     and, when the arithmetic was observed, the smaller of the worst case and the derived band
-    (``band_for``, :func:`~specproof.harness.exact.tolerances.step_tolerance`); else the worst case, said."""
+    (``band_for``, :func:`~specproof.harness.exact.tolerances.composed_tolerance`); else the worst case, said.
+    The derived band's assumptions are :data:`~specproof.harness.exact.tolerances.DERIVED_ASSUMPTIONS` and
+    each contract's own (the prepared scenarios' ``band_assumptions``: the rule its inputs' term is
+    computed for), each printed once."""
     if options.max_drift is not None:
         for p in prepared:
             p.tolerance = float(options.max_drift)
         return Band(BAND_USER, f"--max-drift {options.max_drift:g}: no tested event may deviate by more")
-    if not all(hasattr(p, "band_for") for p in prepared):
-        return Band(BAND_WORST, f"the {options.contract.name} contract's band is not derived from observed "
-                                "precision yet: every draw and sum in the dtype")
     seen = Observation()
     for number, p in enumerate(prepared):
         seed = probe_seed(options.seed, number)
@@ -248,10 +248,13 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
         seen.merge(found)
     if not seen.observable:
         return Band(BAND_WORST, f"{seen.reason()}: every draw and sum assumed in {options.dtype}")
-    bands = [p.band_for(seen.precision(options.dtype)) for p in prepared]
-    if any(b is None for b in bands):
-        return Band(BAND_WORST, f"{seen.describe()}, but a --rule's band is derived for the canonical step only: "
+    precision = seen.precision(options.dtype)
+    bands = [p.band_for(precision) for p in prepared]
+    refused = next((p for p, b in zip(prepared, bands) if b is None), None)
+    if refused is not None:
+        return Band(BAND_WORST, f"{seen.describe()}, but {refused.no_band_reason(precision)}: "
                                 f"every draw and sum assumed in {options.dtype}")
     for p, band in zip(prepared, bands):
         p.tolerance = band
-    return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS)
+    own = [a for p in prepared for a in p.band_assumptions]
+    return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS + tuple(dict.fromkeys(own)))

@@ -46,14 +46,38 @@ with ``precision=``):
 inputs' dtype gets exactly the worst case; one whose roles are all at least as fine gets the smaller of
 the two (both are bounds then); one with a role *coarser* than its inputs (float32 inputs, float16
 arithmetic) gets the derived band alone, since the worst case assumes everything in the inputs' dtype.
+
+Every contract composes steps (:func:`composed_tolerance`, the one place the choice above is made):
+``min(1, S tau_step + M tau_64)`` for ``S`` steps along a row (total variation is subadditive under
+composition) and ``M`` float64 draws of the harness's own (:func:`draft_sampling_tolerance`).  The
+batched round has ``S = K + 1``, ``M = K``; a tree ``S = N + 1`` (at most ``N`` sibling tests and
+one final draw along a row), ``M = N``; a ``generate`` pipeline ``S = 2N`` (each new token an accepted
+draft's draw and test, or a rejected one's and the final draw).  The inputs' term comes in one of
+three forms, each derived, never tuned:
+
+* per step, ``t_in`` as above (the batched contract: every step reads one rounded pair of rows);
+* once for the whole composition, ``T_in`` (``rows_tv``): the exact total variation between the law
+  of the whole round run in real arithmetic on the rounded rows as given and the exact law (the
+  tree contract computes it for every exact tree rule: ``tree_law`` with ``given`` rows in
+  ``harness.check.contracts.tree.laws``); by the triangle inequality the band is then ``S tau_arith + T_in`` with
+  ``tau_arith = g + V g / 2 + (V + 2) u_a`` (the step without ``t_in``);
+* rows the verifier computes itself (a pipeline's softmax of the rounded logits, which the exact law
+  reads too): no rounded row is given, and the computed row's sum is off from 1 by its own arithmetic,
+  the ``u`` of the worst case's ``(V + 3) u`` at the observed ``u_a`` (:func:`computed_rows`): the
+  step is ``g + V g / 2 + (V + 3) u_a``.  Only for roles at least as fine as the logits' dtype
+  (:func:`coarser_than`): narrowing logits of size up to ``L`` moves a probability by a factor up to
+  ``exp(2 L u_a)``, which no ``(V + 3) u_a`` bounds (logits of 20 in bfloat16: 17%), so a pipeline
+  that narrows its logits is held to its dtype's worst case.
+
 Assumptions (printed with the verdict): the probe call's dtypes are those of every call (the
-arithmetic does not change dtype with the data), and the observed draws are torch's CPU/CUDA
-generators with the grids of :data:`~specproof.harness.exact.dtypes.DTYPES`.
+arithmetic does not change dtype with the data), the observed draws are torch's CPU/CUDA generators
+with the grids of :data:`~specproof.harness.exact.dtypes.DTYPES`, and each contract's own (its
+prepared scenarios' ``band_assumptions``: which rule the inputs' term is computed for).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Sequence
 
@@ -61,8 +85,9 @@ from specproof.harness.exact.dtypes import dtype_info
 
 BAND_DERIVED, BAND_WORST, BAND_USER = "derived from observed precision", "worst case", "stated by the user"
 DERIVED_ASSUMPTIONS = ("the probe call's dtypes hold for every call (no data-dependent change of dtype)",
-                       "draws come from torch generators on their dtype's uniform grid",
-                       "the verifier follows the canonical step on the rounded rows as given (their sums counted exactly)")
+                       "draws come from torch generators on their dtype's uniform grid")
+# each contract's own assumption of the inputs' term (module docstring), printed after the two above
+BATCHED_ROWS_ASSUMPTION = "the verifier follows the canonical step on the rounded rows as given (their sums counted exactly)"
 
 
 @dataclass(frozen=True)
@@ -76,7 +101,33 @@ class Precision:
     inputs_tv: Fraction
 
 
-__all__ = ["unnormalised_step_tv", "Precision", "BAND_DERIVED", "BAND_WORST", "BAND_USER", "DERIVED_ASSUMPTIONS", "step_tolerance", "round_tolerance", "check_tolerance", "draft_sampling_tolerance"]
+__all__ = ["unnormalised_step_tv", "Precision", "BAND_DERIVED", "BAND_WORST", "BAND_USER", "DERIVED_ASSUMPTIONS",
+           "BATCHED_ROWS_ASSUMPTION", "coarser_than", "step_tolerance", "round_tolerance", "check_tolerance",
+           "composed_tolerance", "computed_rows", "draft_sampling_tolerance"]
+
+
+def _roles(dtype: str, precision: Precision, grid: Fraction, grid_given: bool) -> tuple[Fraction, Fraction, str]:
+    """``(g_obs, u_a, which)``: the observed grid and unit roundoff, and which band the roles allow
+    (module docstring): ``"worst"`` (everything in the dtype), ``"smaller"`` (every role at least as
+    fine: both are bounds), ``"derived"`` (a role coarser than the dtype: the derived band alone)."""
+    info = dtype_info(dtype)
+    drawn = max(dtype_info(precision.uniforms).uniform_step, grid if grid_given else 0)
+    rounding = dtype_info(precision.arithmetic).unit_roundoff
+    if drawn == grid and rounding == info.unit_roundoff:
+        return drawn, rounding, "worst"  # observed: everything in the dtype, the worst case itself
+    return drawn, rounding, "derived" if drawn > grid or rounding > info.unit_roundoff else "smaller"
+
+
+def coarser_than(dtype: str, precision: Precision) -> bool:
+    """Whether an observed role (draws or arithmetic) is coarser than ``dtype``: the worst case of the dtype
+    is then no bound, and only the derived band is (module docstring)."""
+    info = dtype_info(dtype)
+    return _roles(dtype, precision, info.uniform_step, False)[2] == "derived"
+
+
+def _arithmetic_step(vocab: int, drawn: Fraction, rounding: Fraction) -> Fraction:
+    """``tau_arith = g + V g / 2 + (V + 2) u_a``: one step's drift without the inputs' term."""
+    return drawn + vocab * drawn / 2 + (vocab + 2) * rounding
 
 
 def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None,
@@ -89,13 +140,35 @@ def step_tolerance(dtype: str, vocab: int, *, grid_step: Fraction | None = None,
     worst = grid + vocab * grid / 2 + (vocab + 3) * info.unit_roundoff
     if precision is None:
         return worst
-    drawn = max(dtype_info(precision.uniforms).uniform_step, grid if grid_step is not None else 0)
-    rounding = dtype_info(precision.arithmetic).unit_roundoff
-    if drawn == grid and rounding == info.unit_roundoff:
-        return worst  # observed: everything in the dtype, the worst case itself
-    derived = drawn + vocab * drawn / 2 + (vocab + 2) * rounding + Fraction(precision.inputs_tv)
+    drawn, rounding, which = _roles(dtype, precision, grid, grid_step is not None)
+    if which == "worst":
+        return worst
+    derived = _arithmetic_step(vocab, drawn, rounding) + Fraction(precision.inputs_tv)
     # a role coarser than the dtype: the worst case (everything *in* the dtype) is no bound, the derived one is
-    return derived if drawn > grid or rounding > info.unit_roundoff else min(worst, derived)
+    return derived if which == "derived" else min(worst, derived)
+
+
+def computed_rows(precision: Precision) -> Precision:
+    """``precision`` for a verifier that computes its rows itself (a pipeline's softmax; module docstring):
+    the inputs' term is the row sum's own rounding, ``u_a``."""
+    return replace(precision, inputs_tv=dtype_info(precision.arithmetic).unit_roundoff)
+
+
+def composed_tolerance(dtype: str, vocab: int, steps: int, draws: int = 0, *, precision: Precision | None = None,
+                       rows_tv: Fraction | None = None) -> Fraction:
+    """``min(1, S tau_step + M tau_64)``: the band of ``steps`` composed verification steps and ``draws``
+    float64 draws of the harness's (module docstring).  With ``precision``: each step's derived drift
+    (:func:`step_tolerance`); with ``rows_tv`` as well, the inputs' term counted once for the whole
+    composition, ``S tau_arith + T_in`` (``precision.inputs_tv`` is then not used), under the same choice
+    of band as one step."""
+    harness = draft_sampling_tolerance(vocab, draws)
+    if precision is None or rows_tv is None:
+        return min(Fraction(1), steps * step_tolerance(dtype, vocab, precision=precision) + harness)
+    worst = steps * step_tolerance(dtype, vocab)
+    drawn, rounding, which = _roles(dtype, precision, dtype_info(dtype).uniform_step, False)
+    derived = steps * _arithmetic_step(vocab, drawn, rounding) + Fraction(rows_tv)
+    own = worst if which == "worst" else derived if which == "derived" else min(worst, derived)
+    return min(Fraction(1), own + harness)
 
 
 def round_tolerance(dtype: str, vocab: int, k: int, *, grid_step: Fraction | None = None,
@@ -115,7 +188,7 @@ def draft_sampling_tolerance(vocab: int, draws: int) -> Fraction:
 def check_tolerance(dtype: str, vocab: int, k: int, precision: Precision | None = None) -> Fraction:
     """``min(1, tau_round + K tau_64)``: the statistical check's null band, the verifier's own
     ``tau_round`` plus the drift of the harness's ``K`` draft draws (:func:`draft_sampling_tolerance`)."""
-    return min(Fraction(1), round_tolerance(dtype, vocab, k, precision=precision) + draft_sampling_tolerance(vocab, k))
+    return composed_tolerance(dtype, vocab, k + 1, k, precision=precision)
 
 
 def unnormalised_step_tv(target: Sequence[Fraction], draft: Sequence[Fraction]) -> Fraction:

@@ -11,6 +11,9 @@ Speculative sampling is exact for ANY proposal law ``q`` as long as the drafts a
   context one token behind, as a draft cache rewound too far: lablup/mlxcel #994,
   https://github.com/lablup/mlxcel/issues/994), and verification is handed that same law.
 * :func:`varying_k_generate` - ``K`` drawn per round from the generator, uniform on ``{1, 2, 3, 4}``.
+* :func:`upcast_generate` - the canonical pipeline written as runtimes write it for half-precision
+  models: the models' logits upcast to float32 (exact) before processing, so the softmax, the draws
+  (``torch.multinomial`` on float32 weights, float32 uniforms) and the verification run in float32.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from functools import partial
 
 import torch
 
-from specproof.impls.pipelines.canonical import CANONICAL, Round, run_pipeline
+from specproof.impls.pipelines.canonical import CANONICAL, Round, model_logits, run_pipeline
 from specproof.impls.pipelines.canonical import propose as canonical_propose
 
-__all__ = ["onehot_generate", "misaligned_drafter_generate", "varying_k_generate", "LOSSLESS_VARIANTS"]
+__all__ = ["onehot_generate", "misaligned_drafter_generate", "varying_k_generate", "upcast_generate",
+           "LOSSLESS_VARIANTS"]
 
 
 def _onehot_propose(r: Round, draft, sampling, generator: torch.Generator) -> None:
@@ -52,6 +56,12 @@ def misaligned_drafter_generate(target, draft, prompt_ids, max_new_tokens, sampl
 def varying_k_generate(target, draft, prompt_ids, max_new_tokens, sampling, generator):
     """``K`` uniform on 1..4 per round, from the generator (lossless)."""
     return run_pipeline(VARYING_K, target, draft, prompt_ids, max_new_tokens, sampling, generator)
+
+
+def upcast_generate(target, draft, prompt_ids, max_new_tokens, sampling, generator):
+    """The canonical pipeline on the models' logits upcast to float32 (module docstring)."""
+    target32, draft32 = (lambda ids: model_logits(target, ids).float()), (lambda ids: model_logits(draft, ids).float())
+    return run_pipeline(CANONICAL, target32, draft32, prompt_ids, max_new_tokens, sampling, generator)
 
 
 LOSSLESS_VARIANTS = {"onehot": onehot_generate, "misaligned-drafter": misaligned_drafter_generate,

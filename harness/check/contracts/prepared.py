@@ -50,6 +50,13 @@ class PreparedScenario(Protocol):
     def describe_row(self, batch: Any, emitted: Any, row: int) -> str:
         """One row's inputs and output in words (findings' examples)."""
 
+    band_assumptions: tuple[str, ...]  # what band_for's inputs' term assumes (printed with a derived band)
+
+    def band_for(self, precision: Any) -> float | None:
+        """The null band derived from an observed :class:`~specproof.harness.exact.tolerances.Precision`
+        (:func:`~specproof.harness.exact.tolerances.composed_tolerance`); None where the contract cannot
+        derive it, and then ``no_band_reason(precision)`` says why (the check uses the worst case)."""
+
 
 class ContractModule(Protocol):
     INJECTION_ROWS: int  # rows per injection pass (fewer for a slow target)

@@ -186,3 +186,94 @@ def test_a_compiled_verifier_falls_back_to_the_worst_case_and_says_so():
 
     seen = _seen(canonical_ratio_invcdf_compiled, "float16")
     assert not seen.observable and "torch.compile" in seen.reason()
+
+
+def _tree_prepared(dtype: str):
+    from specproof.harness.check.contracts import tree as tree_contract
+
+    options = CheckOptions.build("tree", dtype=dtype)
+    return [tree_contract.prepare(s, options, torch.device("cpu")) for s in tree_contract.default_suite(options)]
+
+
+def test_tree_band_is_the_worst_case_in_the_dtype_and_counts_the_rows_once_for_half_inputs():
+    from specproof.harness.check.contracts.tree.families import rows_as_given_tv, tree_tolerance
+
+    for p in _tree_prepared("float32"):  # float32 verifier observed in float32: the band of today, unchanged
+        assert p.band_for(Precision("float32", "float32", Fraction(0))) == p.tolerance
+    for dtype in ("float16", "bfloat16"):
+        for p in _tree_prepared(dtype):
+            real, nodes = p.real, len(p.real.tree.parents)
+            t_in = rows_as_given_tv(real)
+            band = p.band_for(Precision("float32", "float32", Fraction(0)))
+            step = step_tolerance(dtype, real.vocab, precision=Precision("float32", "float32", Fraction(0)))
+            # (N + 1) float32 steps, the rows' exact cost once, the harness's N float64 draws
+            assert band == float(tree_tolerance(dtype, real.vocab, nodes, Precision("float32", "float32", 0), t_in))
+            assert band == float(min(1, (nodes + 1) * step + t_in + nodes * step_tolerance("float64", real.vocab)))
+            assert band <= p.tolerance and band < 0.002, (dtype, p.name, band)
+            if real.scenario.scheme == "topk" or p.certainty_probe:
+                continue
+            assert t_in > 0, (dtype, p.name)  # the draft rows are not exact in a half type
+            same = Precision(dtype, dtype, Fraction(0))  # everything in the dtype: the worst case itself
+            assert p.band_for(same) == p.tolerance
+
+
+def test_pipeline_band_is_the_worst_case_in_the_dtype_and_the_float32_one_for_an_upcast_pipeline():
+    from specproof.harness.check.contracts import generate as generate_contract
+    from specproof.harness.check.contracts.generate.laws import pipeline_tolerance
+
+    for dtype in ("float32", "float16"):
+        options = CheckOptions.build("generate", dtype=dtype)
+        for s in generate_contract.default_suite(options):
+            p = generate_contract.prepare(s, options, torch.device("cpu"))
+            assert p.band_for(Precision(dtype, dtype, Fraction(0))) == p.tolerance
+            upcast = p.band_for(Precision("float32", "float32", Fraction(0)))
+            # rows computed by the pipeline: g + V g / 2 + (V + 3) u_a per step, 2N steps, float32 roles
+            assert upcast == float(pipeline_tolerance("float32", p.vocab, p.new_tokens))
+            assert upcast <= p.tolerance
+
+
+def test_tree_and_pipeline_checks_print_their_own_band_assumption():
+    from specproof.harness.check.contracts.generate.laws import PIPELINE_ROWS_ASSUMPTION
+    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
+    from specproof.harness.check.contracts.tree.families import TREE_ROWS_ASSUMPTION
+    from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
+    from specproof.harness.exact.tolerances import BATCHED_ROWS_ASSUMPTION
+    from specproof.impls.pipelines.variants import upcast_generate
+    from specproof.impls.verifiers.upcast import upcast_tree_rrs
+
+    tree = specproof.check(upcast_tree_rrs, contract="tree", dtype="float16", scenarios=default_tree_suite()[:1],
+                           samples=2000, max_detectable_tv=0.2, inject=False, seed=1)
+    assert tree.band["basis"] == BAND_DERIVED and "draws in float32; rounds in float32" in tree.band["detail"]
+    assert TREE_ROWS_ASSUMPTION in tree.band["assumptions"] and BATCHED_ROWS_ASSUMPTION not in tree.band["assumptions"]
+    assert TREE_ROWS_ASSUMPTION in tree.summary() and tree.verdict.value == "pass"
+    assert tree.scenarios[0].tolerance < 1e-4
+    pipeline = specproof.check(upcast_generate, contract="generate", dtype="float16", scenarios=pipeline_suite()[:1],
+                               samples=2000, inject=False, seed=1)
+    assert pipeline.band["basis"] == BAND_DERIVED and "draws in float32" in pipeline.band["detail"]
+    assert PIPELINE_ROWS_ASSUMPTION in pipeline.band["assumptions"] and pipeline.verdict.value != "fail"
+    assert pipeline.scenarios[0].tolerance < 1e-4
+
+
+def test_a_pipeline_narrowing_its_logits_is_held_to_its_dtypes_worst_case():
+    """bfloat16 arithmetic on float32 logits: the softmax bound does not cover the narrowed logits, so no
+    derived band; the float32 worst case is used and says why."""
+    from specproof.harness.check.contracts import generate as generate_contract
+
+    options = CheckOptions.build("generate", dtype="float32")
+    p = generate_contract.prepare(generate_contract.default_suite(options)[0], options, torch.device("cpu"))
+    narrowing = Precision("float32", "bfloat16", Fraction(0))
+    assert p.band_for(narrowing) is None and "narrows below float32" in p.no_band_reason(narrowing)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_no_false_alarm_over_100_seeds_for_the_runtime_style_tree_verifier(dtype):
+    """Recursive rejection sampling with float32 uniforms and arithmetic on half-precision rows is lossless
+    within its derived tree band: 100 seeds of the whole default tree suite (500 rows per scenario, alpha
+    1e-6) flag nothing."""
+    from specproof.impls.verifiers.upcast import upcast_tree_rrs
+
+    for seed in range(100):
+        result = specproof.check(upcast_tree_rrs, contract="tree", dtype=dtype, seed=seed, samples=500, inject=False)
+        assert result.band["basis"] == BAND_DERIVED
+        assert not result.findings and not result.injection_findings, (seed, result.summary())

@@ -22,6 +22,7 @@ from specproof.harness.check.contracts import tree as tree_contract
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, Stream, injection_passes
 from specproof.harness.check.options import CheckOptions
+from specproof.harness.check.precision import PROBE_ROWS
 from specproof.impls.verifiers.tree_mutants import (tree_accept_ties, tree_iid_assumed, tree_keep_tried,
                                                     tree_reversed_siblings)
 from specproof.impls.verifiers.tree_rrs import tree_rrs, tree_target_only
@@ -184,7 +185,8 @@ def test_fail_fast_runs_the_tree_statistics_before_the_reproducibility_pair_and_
     seen = check(tree_keep_tried, "tree", samples=4096, fail_fast=True, scenarios=_suite("iid"), progress=False)
     assert seen.verdict is Verdict.FAIL and seen.injection is None and not seen.reproducibility
     assert "injection and reproducibility check not run: the statistics flagged" in seen.injection_summary
-    assert seen.verifier_rows_at_first_flag == seen.rows_at_first_flag == seen.rows
+    probed = PROBE_ROWS * len(seen.scenarios)  # the precision probe's one call per scenario comes first
+    assert seen.verifier_rows_at_first_flag == seen.rows_at_first_flag + probed == seen.rows + probed
     suite = _suite("iid", "distinct")
     rare = check(tree_accept_ties, "tree", samples=16_384, fail_fast=True, scenarios=suite, progress=False)
     cost = 2 * REPRODUCIBILITY_ROWS + injection_passes(len(suite)) * tree_contract.INJECTION_ROWS

@@ -161,3 +161,52 @@ def test_a_chain_tree_is_the_canonical_round():
 
     pair = ToyPair.random(3, 3, 5)
     assert tree_law(pair, Tree((-1, 0, 1)), TREE_REFERENCE, _rows(pair, "iid")) == round_law(pair, "canonical")
+
+
+def _first_tokens(law: dict) -> dict:
+    out: dict = {}
+    for seq, w in law.items():
+        out[seq[0]] = out.get(seq[0], Fraction(0)) + w
+    return out
+
+
+@pytest.mark.parametrize("scenario", default_tree_suite(), ids=lambda s: s.name)
+def test_given_rows_equal_to_the_laws_change_nothing(scenario):
+    from specproof.harness.check.contracts.tree.laws import GivenRows
+
+    pair, row = scenario.pair, _rows(scenario.pair, scenario.scheme)
+    given = GivenRows(lambda prefix: pair.target[prefix], row)
+    for rule in (TREE_REFERENCE, TREE_TARGET_ONLY):
+        assert tree_law(pair, scenario.tree, rule, row, given) == tree_law(pair, scenario.tree, rule, row)
+
+
+def test_rules_on_unnormalised_rows_follow_their_coins():
+    """A star of 3 i.i.d. siblings read from rows summing to 7/8 (target) and 9/8 (draft): RRS's first token
+    is the batched canonical step on the rows as given when there is one sibling (unnormalised_step_tv), and
+    the target-only walk accepts sibling j iff its coin falls in [M_{j-1}, M_j) (M: target mass of the
+    distinct tokens tried), else draws from p~ with the tried tokens zeroed, normalised."""
+    from specproof.harness.check.contracts.tree.laws import GivenRows
+    from specproof.harness.exact.tolerances import unnormalised_step_tv
+
+    F = Fraction
+    p, q = (F(1, 2), F(1, 4), F(1, 4), F(0)), (F(1, 4), F(1, 4), F(1, 4), F(1, 4))
+    p_given, q_given = tuple(x * F(7, 8) for x in p), tuple(x * F(9, 8) for x in q)
+    pair = ToyPair.from_functions(4, 1, lambda s: p if not s else q, lambda s: q)  # bonus rows: any law
+    row = lambda prefix, tried, j: q  # noqa: E731
+    given = GivenRows(lambda prefix: p_given if not prefix else pair.target[prefix], lambda prefix, tried, j: q_given)
+    one = tree_law(pair, Tree((-1,)), TREE_REFERENCE, row, given)
+    assert law_tv(_first_tokens(one), dict(enumerate(p))) == unnormalised_step_tv(p_given, q_given) > 0
+    expected = {t: F(0) for t in range(4)}
+    for ys in itertools.product(range(4), repeat=3):
+        weight, mass, seen, low = F(1, 64), F(0), set(), F(0)
+        for y in ys:
+            if y not in seen:
+                mass, seen = mass + p_given[y], seen | {y}
+            expected[y] += weight * (min(mass, 1) - min(low, 1))  # coin in [M_{j-1}, M_j)
+            low = mass
+        rest = [F(0) if t in seen else p_given[t] for t in range(4)]
+        rest = rest if any(rest) else list(p_given)
+        for t in range(4):
+            expected[t] += weight * (1 - min(mass, 1)) * rest[t] / sum(rest)
+    walk = tree_law(pair, Tree((-1, -1, -1)), TREE_TARGET_ONLY, row, given)
+    assert _first_tokens(walk) == {t: w for t, w in expected.items() if w}

@@ -29,7 +29,7 @@ from specproof.harness.check.contracts.prepared import ZERO_TOKEN, first_true
 from specproof.harness.check.contracts.batched.families import EventFamily, build_families
 from specproof.harness.check.contracts.batched.scenarios import (ZERO_SITE_POSITIONS, Realisation, Scenario,
                                                                  default_suite as scenario_suite, zero_site_ladder)
-from specproof.harness.exact.tolerances import Precision, check_tolerance
+from specproof.harness.exact.tolerances import BATCHED_ROWS_ASSUMPTION, Precision, check_tolerance
 
 __all__ = ["BatchedScenario", "default_suite", "prepare", "injection_scenarios", "zero_target_scenarios", "coverage",
            "ZERO_TOKEN", "MISMATCH", "INJECTION_ROWS"]
@@ -84,6 +84,11 @@ class BatchedScenario:
             return None
         return float(check_tolerance(self.real.dtype, self.real.support, self.k,
                                      replace(precision, inputs_tv=self.real.rounded.unnormalised_tv)))
+
+    band_assumptions = (BATCHED_ROWS_ASSUMPTION,)  # what band_for's t_in is computed for
+
+    def no_band_reason(self, precision: Precision) -> str:
+        return "a --rule's band is derived for the canonical step only"
 
     @cached_property
     def has_target_zeros(self) -> bool:

@@ -28,11 +28,13 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.coverage import injected_rows
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.generate.signature import call_generate
-from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families, pipeline_tolerance, sequence_codes_of
+from specproof.harness.check.contracts.generate.laws import (PIPELINE_ROWS_ASSUMPTION, PipelineLaw, pipeline_families,
+                                                             pipeline_tolerance, sequence_codes_of)
 from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.check.contracts.generate.scenarios import (PipelineScenario, pipeline_suite, with_sampling,
                                                                   zero_site_ladder)
 from specproof.harness.check.contracts.generate.sites import generate_coverage, site_positions, site_reach
+from specproof.harness.exact.tolerances import Precision, coarser_than
 
 __all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]
 
@@ -90,6 +92,21 @@ class GenerateScenarioPrepared:
     @cached_property
     def families(self) -> list[Any]:
         return pipeline_families(self.law)
+
+    band_assumptions = (PIPELINE_ROWS_ASSUMPTION,)  # what band_for's step is derived for
+
+    def band_for(self, precision: Precision) -> float | None:
+        """The null band for an observed precision (:func:`.laws.pipeline_tolerance`, rows computed by the
+        pipeline itself), plus the model pair's own term; None when a role is coarser than the dtype
+        (:meth:`no_band_reason`)."""
+        if coarser_than(self.dtype, precision):
+            return None
+        pair, n = self.scenario.pair, self.new_tokens
+        return float(pipeline_tolerance(self.dtype, self.vocab, n, pair.extra_tolerance(self.dtype, n), precision))
+
+    def no_band_reason(self, precision: Precision) -> str:
+        return (f"the pipeline narrows below {self.dtype} and the softmax bound does not cover a narrowed logit "
+                "(its error grows with the logit's size; exact/tolerances)")
 
     def sample(self, rows: int, generator: torch.Generator) -> PromptBatch:
         return PromptBatch(rows)

@@ -20,7 +20,11 @@ Tolerance.  Each of the ``N`` tokens is, in a correct float pipeline, either an 
 draft draw, one acceptance test) or a round's final token (its rejected draft's draw and test, then
 the correction/bonus draw): at most ``2 tau_step`` in total variation per token
 (:func:`specproof.harness.exact.tolerances.step_tolerance` bounds one acceptance or draw with its row's
-softmax arithmetic), so ``tau = min(1, 2 N tau_step + extra)``, ``extra`` the model pair's own term.
+softmax arithmetic), so ``tau = min(1, 2 N tau_step + extra)``, ``extra`` the model pair's own term
+(:func:`~specproof.harness.exact.tolerances.composed_tolerance` with ``S = 2N``).  With an observed
+precision the step is derived at the pipeline's own precision, its rows computed by itself
+(:func:`~specproof.harness.exact.tolerances.computed_rows`: ``g + V g / 2 + (V + 3) u_a``): the
+pipeline reads logits, never rounded probability rows, and the exact law reads the same logits.
 """
 
 from __future__ import annotations
@@ -37,18 +41,24 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.batched.families import EventFamily
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.sampling import Sampling, processed_law
-from specproof.harness.exact.tolerances import step_tolerance
+from specproof.harness.exact.tolerances import Precision, composed_tolerance, computed_rows
 
-__all__ = ["PipelineLaw", "MAX_SEQUENCES", "MAX_PREFIX_EVENTS", "pipeline_tolerance", "sequence_codes_of",
-           "pipeline_families"]
+__all__ = ["PipelineLaw", "MAX_SEQUENCES", "MAX_PREFIX_EVENTS", "PIPELINE_ROWS_ASSUMPTION", "pipeline_tolerance",
+           "sequence_codes_of", "pipeline_families"]
 
 MAX_SEQUENCES = 65_536
 MAX_PREFIX_EVENTS = 1_000
+PIPELINE_ROWS_ASSUMPTION = ("the pipeline computes its laws by a softmax of the logits the exact law reads, within the "
+                            "softmax bound (V + 3) u of its arithmetic's dtype (exact/sampling), and verifies with the "
+                            "canonical step")
 
 
-def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction = Fraction(0)) -> Fraction:
-    """``min(1, 2 N tau_step + extra)`` (module docstring)."""
-    return min(Fraction(1), 2 * new_tokens * step_tolerance(dtype, vocab) + extra)
+def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction = Fraction(0),
+                       precision: Precision | None = None) -> Fraction:
+    """``min(1, 2 N tau_step + extra)`` (module docstring); with ``precision`` the step derived at the
+    pipeline's own precision, rows computed by itself."""
+    derived = None if precision is None else computed_rows(precision)
+    return min(Fraction(1), composed_tolerance(dtype, vocab, 2 * new_tokens, precision=derived) + extra)
 
 
 def sequence_codes_of(tokens: np.ndarray, vocab: int) -> np.ndarray:

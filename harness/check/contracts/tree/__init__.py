@@ -24,9 +24,11 @@ from specproof.harness.check.calls import call_verifier
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.tree.signature import off_tree_rows, validate_tree_output
 from specproof.harness.check.contracts.tree.scenarios import TreeBatch, TreeRealisation, TreeScenario, default_tree_suite
-from specproof.harness.check.contracts.tree.families import OFF_TREE, tree_families, tree_tolerance
+from specproof.harness.check.contracts.tree.families import (OFF_TREE, TREE_ROWS_ASSUMPTION, rows_as_given_tv,
+                                                              tree_families, tree_tolerance)
 from specproof.harness.check.contracts.tree.ladders import ladders_for, tree_coverage
 from specproof.harness.check.options import SIBLING_MODES
+from specproof.harness.exact.tolerances import Precision
 
 __all__ = ["TreeScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]
 
@@ -70,6 +72,14 @@ class TreeScenarioPrepared:
     @cached_property
     def families(self) -> list[Any]:
         return [] if self.certainty_probe else tree_families(self.real)
+
+    band_assumptions = (TREE_ROWS_ASSUMPTION,)  # what band_for's T_in is computed for
+
+    def band_for(self, precision: Precision) -> float:
+        """The null band for an observed precision (:func:`.families.tree_tolerance`) with these rows' exact
+        ``T_in`` (:func:`.families.rows_as_given_tv`)."""
+        real = self.real
+        return float(tree_tolerance(real.dtype, real.vocab, len(real.tree.parents), precision, rows_as_given_tv(real)))
 
     def sample(self, rows: int, generator: torch.Generator) -> TreeBatch:
         return self.real.sample(rows, generator)

@@ -15,7 +15,13 @@ Null band.  The verifier reads rounded rows in the dtype under test; along a row
 sibling tests and residual updates and one final draw happen, each at most one verification step's
 drift (:func:`harness.exact.tolerances.step_tolerance`), and the harness draws the ``N`` tree tokens by
 a float64 inverse CDF, each within ``tau_64 = step_tolerance("float64", V)`` of its row; total
-variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``.
+variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``
+(:func:`~specproof.harness.exact.tolerances.composed_tolerance`).  With an observed precision the step
+is the derived ``tau_arith`` and the rounded rows' own cost is counted once, exactly:
+:func:`rows_as_given_tv` is the largest total variation, over the exact tree rules (recursive
+rejection sampling, the target-only walk), between the rule run in real arithmetic on the rows as the
+verifier reads them (:class:`.laws.GivenRows`) and the exact law, both continued by the target (every
+tested event is an event of the continued law).
 
 Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the
 harness's exact tables), and tokens before the last that leave the row's tree
@@ -32,18 +38,39 @@ import numpy as np
 from specproof.proofs.laws.sequences import law_tv, target_law
 
 from specproof.harness.check.events.family import EventFamily, first_difference, sequence_keys
-from specproof.harness.check.contracts.tree.laws import TREE_MUTANT_RULES, conditionals, continued, extensions, tree_law
+from specproof.harness.check.contracts.tree.laws import (TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY,
+                                                          GivenRows, conditionals, continued, extensions, tree_law)
 from specproof.harness.check.contracts.tree.scenarios import TreeRealisation
-from specproof.harness.exact.tolerances import draft_sampling_tolerance, step_tolerance
+from specproof.harness.exact.tolerances import Precision, composed_tolerance
 
-__all__ = ["OFF_TREE", "tree_tolerance", "tree_families"]
+__all__ = ["OFF_TREE", "TREE_ROWS_ASSUMPTION", "tree_tolerance", "rows_as_given_tv", "tree_families"]
 
 OFF_TREE = "emitted tokens before the last that leave the tree"
+TREE_ROWS_ASSUMPTION = ("the tree verifier follows recursive rejection sampling or the target-only walk on the "
+                        "rounded rows as given (the whole round's cost of their sums counted exactly)")
 
 
-def tree_tolerance(dtype: str, vocab: int, nodes: int) -> Fraction:
-    """``min(1, (N + 1) tau_step + N tau_64)`` (module docstring)."""
-    return min(Fraction(1), (nodes + 1) * step_tolerance(dtype, vocab) + draft_sampling_tolerance(vocab, nodes))
+def tree_tolerance(dtype: str, vocab: int, nodes: int, precision: Precision | None = None,
+                   rows_tv: Fraction | None = None) -> Fraction:
+    """``min(1, (N + 1) tau_step + N tau_64)`` (module docstring); with ``precision`` and ``rows_tv``
+    (:func:`rows_as_given_tv`) the derived ``(N + 1) tau_arith + T_in + N tau_64``."""
+    return composed_tolerance(dtype, vocab, nodes + 1, nodes, precision=precision, rows_tv=rows_tv)
+
+
+def rows_as_given_tv(real: TreeRealisation) -> Fraction:
+    """``T_in`` (module docstring): the largest exact TV, over the exact tree rules, of running the rule
+    on the rounded rows the verifier reads instead of the exact laws they stand for."""
+    exact = lambda row: tuple(Fraction(x) for x in row.double().tolist())  # noqa: E731  (floats are dyadic)
+    scheme = real.scenario.scheme
+
+    def read(prefix: tuple[int, ...], tried: tuple[int, ...], index: int) -> tuple[Fraction, ...]:
+        mask = sum(1 << t for t in set(tried)) if real.masks > 1 else 0
+        return exact(real.draft_rows[real.state(real.code(prefix), mask, index if scheme == "topk" else 0)])
+
+    given = GivenRows(lambda prefix: exact(real.target_rows[real.code(prefix)]), read)
+    reference = target_law(real.pair)
+    return max(law_tv(continued(real.pair, tree_law(real.pair, real.tree, rule, real.row, given)), reference)
+               for rule in (TREE_REFERENCE, TREE_TARGET_ONLY))
 
 
 def _sequences(vocab: int, depth: int) -> list[tuple[int, ...]]:

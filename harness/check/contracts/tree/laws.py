@@ -26,6 +26,18 @@ accept ``y`` w.p. ``r(y)``, exact for any draft).
 
 :func:`tree_law` is the emitted sequence's law; :func:`continued` extends a law by target sampling
 to ``D + 1`` tokens (lossless iff it equals ``target_law(pair)``, proofs.laws.sequences).
+
+Rows as given (:class:`GivenRows`, the inputs' term of the derived band,
+:mod:`specproof.harness.exact.tolerances`): the verifier reads rounded rows whose sums are not exactly
+1, while the tokens are drawn from the exact laws those rows stand for.  With ``given``, a rule runs in
+real arithmetic on the rows as read: recursive rejection sampling accepts with ``min(1, r(y)/w(y))``
+on the unnormalised ``r`` and ``w``, normalises each residual and draws the final token from ``r``
+normalised (an inverse CDF scales its uniform by the row's sum); the target-only walk (``"onehot"``)
+accepts sibling ``j`` iff its coin ``u < M_j``, the target mass of the distinct tokens tried so far,
+so given ``u >= M_{j-1}`` with probability ``min(1, p(y_j) / (1 - M_{j-1}))`` for a fresh token (0 for
+a repeated one), and draws the correction from ``p`` with the tried tokens zeroed, normalised.  On
+normalised rows both are the rules above exactly (``p(y_j) / (1 - M_{j-1})`` is the renormalised
+residual's ``r(y_j)``).
 """
 
 from __future__ import annotations
@@ -41,7 +53,7 @@ from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
 from specproof.harness.check.options import SIBLING_MODES
 
 __all__ = ["TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
-           "Tree", "sibling_row", "tree_law", "extensions", "continued", "conditionals"]
+           "Tree", "GivenRows", "sibling_row", "tree_law", "extensions", "continued", "conditionals"]
 
 Law = tuple[Fraction, ...]
 RowFn = Callable[[tuple[int, ...], tuple[int, ...], int], Law]  # (prefix, earlier siblings, index) -> row
@@ -162,36 +174,59 @@ def _add(out: dict, seq: tuple[int, ...], w: Fraction) -> None:
         out[seq] = out.get(seq, Fraction(0)) + w
 
 
-def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn) -> SequenceLaw:
-    """Exact law of the emitted sequence (length 1..D+1) of one round of ``rule`` on ``tree``."""
+@dataclass(frozen=True)
+class GivenRows:
+    """The rows a verifier reads (module docstring): ``target(prefix)`` and ``row(prefix, earlier
+    siblings, index)``, exact values of the rounded rows, sums not necessarily 1."""
+
+    target: Callable[[tuple[int, ...]], Law]
+    row: RowFn
+
+
+def _draw(out: dict, prefix: tuple[int, ...], reach: Fraction, r: Law) -> None:
+    """The final token drawn from ``r`` normalised (a no-op on a normalised row)."""
+    total = sum(r, Fraction(0))
+    for t, v in enumerate(r):
+        _add(out, prefix + (t,), reach * v / total)
+
+
+def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn, given: GivenRows | None = None) -> SequenceLaw:
+    """Exact law of the emitted sequence (length 1..D+1) of one round of ``rule`` on ``tree``; sibling
+    tokens drawn from ``row``, the verifier reading ``given`` rows (default: the laws themselves)."""
     if pair.k != tree.depth:
         raise SpecproofInputError("pair", f"has k = {pair.k}, the tree has depth {tree.depth}",
                                   "build the pair with k = the tree's depth")
+    target = given.target if given is not None else (lambda prefix: pair.target[prefix])
 
     @lru_cache(maxsize=None)
     def walk(prefix: tuple[int, ...], node: int) -> tuple[tuple[tuple[int, ...], Fraction], ...]:
         kids = tree.children(node)
-        p = pair.target[prefix]
+        p = target(prefix)
         out: dict[tuple[int, ...], Fraction] = {}
         if not kids:
-            for t, w in enumerate(p):
-                _add(out, prefix + (t,), w)
+            _draw(out, prefix, Fraction(1), p)
             return tuple(out.items())
         order = range(len(kids)) if rule.order == "index" else range(len(kids) - 1, -1, -1)
         moves: dict[tuple[int, int], Fraction] = {}  # (sibling, token) -> probability the walk moves there
         for tokens, weight, rows in _sibling_draws(prefix, len(kids), row):
-            r, reach = p, weight
+            read = rows if given is None else tuple(given.row(prefix, tokens[:j], j) for j in range(len(kids)))
+            r, reach, tried = p, weight, Fraction(0)  # tried: the target-only walk's mass M of distinct tokens
             for i in order:
                 y = tokens[i]
-                w = {"own": rows[i], "first": rows[0]}.get(rule.rows) or \
-                    tuple(Fraction(int(t == y)) for t in range(pair.vocab))
-                accept = min(Fraction(1), r[y] / w[y]) if w[y] else Fraction(0)
+                if rule.rows == "onehot":
+                    fresh = r[y] > 0  # r: p with the tried tokens zeroed
+                    accept = min(Fraction(1), r[y] / (1 - tried)) if fresh and tried < 1 else Fraction(int(fresh))
+                else:
+                    w = read[i] if rule.rows == "own" else read[0]
+                    accept = min(Fraction(1), r[y] / w[y]) if w[y] else Fraction(0)
                 _add(moves, (i, y), reach * accept)
                 reach *= 1 - accept
-                if rule.residual == "subtract":
+                if rule.rows == "onehot":
+                    tried += r[y]
+                    r = tuple(Fraction(0) if t == y else x for t, x in enumerate(r))
+                elif rule.residual == "subtract":
                     r = _subtract(r, w, p)
-            for t, v in enumerate(r):
-                _add(out, prefix + (t,), reach * v)
+            _draw(out, prefix, reach, r if any(r) else p)  # every token tried: the correction falls back to p
         for (i, y), m in moves.items():
             for seq, v in walk(prefix + (y,), kids[i]):
                 _add(out, seq, m * v)
