@@ -178,3 +178,38 @@ def test_with_sampling_retargets_every_pair_once():
     suite = with_sampling(pipeline_suite(), Sampling(0.9, top_k=3), 4)
     assert len({id(s.pair) for s in suite}) == len(suite) == 5
     assert all(s.sampling == Sampling(0.9, top_k=3) and s.new_tokens == 4 for s in suite)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_temperature_is_counted_its_rounding_covers_the_real_quotients(dtype):
+    """A table pair adds nothing at T = 1 (no division) and ``2 N delta_T`` otherwise; the per-token
+    share ``2 delta_T`` bounds the total variation between the softmax of the quotients the pipeline
+    rounds (``fl(l / fl(T))`` in its dtype) and the exact ``softmax(l / T)``, on every row of the
+    T = 0.7 scenario (computed with 60-digit mpmath)."""
+    import mpmath
+
+    scenario = next(s for s in pipeline_suite() if s.name == "T0.7")
+    pair, n = scenario.pair, scenario.new_tokens
+    assert pair.extra_tolerance(dtype, n) == 0 and pair.extra_tolerance(dtype, n, Sampling(1.0)) == 0
+    extra = pair.extra_tolerance(dtype, n, scenario.sampling)
+    assert extra > 0
+    # a float16 pipeline dividing in float32 (logits upcast first) gets float32's rounding of the quotient
+    upcast = pair.extra_tolerance("float16", n, scenario.sampling, "float32")
+    assert upcast < pair.extra_tolerance("float16", n, scenario.sampling)
+    per_token = extra / n
+    dt = {"float32": torch.float32, "float16": torch.float16}[dtype]
+    t = to_exact(scenario.sampling.temperature)
+    mpmath.mp.dps = 60
+    rows = torch.as_tensor(pair.target).reshape(-1, pair.vocab).to(dt)
+    worst = Fraction(0)
+    for row in rows:
+        rounded = (row / torch.tensor(scenario.sampling.temperature, dtype=dt)).tolist()
+        exact = [mpmath.mpf(to_exact(v).numerator) / to_exact(v).denominator / (mpmath.mpf(t.numerator) / t.denominator)
+                 for v in row.tolist()]
+        def softmax(xs):
+            m = max(xs)
+            e = [mpmath.exp(mpmath.mpf(x) - m) for x in xs]
+            return [x / sum(e) for x in e]
+        tv = sum(abs(a - b) for a, b in zip(softmax(rounded), softmax(exact))) / 2
+        worst = max(worst, to_exact(float(tv)))
+    assert 0 < worst <= per_token, (float(worst), float(per_token))

@@ -86,7 +86,8 @@ class GenerateScenarioPrepared:
         self.edge_labels = scenario.edge_labels  # a zero-site ladder: its zero edges only
         self.first_zero = self.law.first_zero()
         self.has_target_zeros = any(x == 0 for row in self.law.rows.values() for x in row)
-        self.tolerance = float(pipeline_tolerance(dtype, self.vocab, n, pair.extra_tolerance(dtype, n)))
+        extra = pair.extra_tolerance(dtype, n, scenario.sampling)  # e.g. the temperature's rounding
+        self.tolerance = float(pipeline_tolerance(dtype, self.vocab, n, extra))
         self.notes: dict[str, str] = {}
 
     @cached_property
@@ -102,7 +103,8 @@ class GenerateScenarioPrepared:
         if coarser_than(self.dtype, precision):
             return None
         pair, n = self.scenario.pair, self.new_tokens
-        return float(pipeline_tolerance(self.dtype, self.vocab, n, pair.extra_tolerance(self.dtype, n), precision))
+        extra = pair.extra_tolerance(self.dtype, n, self.scenario.sampling, precision.arithmetic)
+        return float(pipeline_tolerance(self.dtype, self.vocab, n, extra, precision))
 
     def no_band_reason(self, precision: Precision) -> str:
         return (f"the pipeline narrows below {self.dtype} and the softmax bound does not cover a narrowed logit "

@@ -23,7 +23,9 @@ from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import ContractViolation
 from specproof.harness.check.contracts.generate.signature import MAX_DRAFT, record_violation
-from specproof.harness.exact.dtypes import torch_dtype
+from specproof.harness.exact.convert import to_exact
+from specproof.harness.exact.dtypes import dtype_info, torch_dtype
+from specproof.harness.exact.sampling import Sampling
 
 __all__ = ["TableModel", "TablePair"]
 
@@ -114,5 +116,19 @@ class TablePair:
         cls = torch.tensor([k[1] for k in keys], dtype=torch.int64, device=target.table.device)
         return target.table[position, cls].cpu()
 
-    def extra_tolerance(self, dtype: str, new_tokens: int) -> Fraction:
-        return Fraction(0)  # exact lookups: the pipeline reads the reference's own values
+    def extra_tolerance(self, dtype: str, new_tokens: int, sampling: Sampling | None = None,
+                        arithmetic: str | None = None) -> Fraction:
+        """``2 N delta_T``: the lookups are exact (the pipeline reads the reference's own values), but a
+        temperature ``T != 1`` is applied in the pipeline's arithmetic (``arithmetic``, default ``dtype``,
+        unit roundoff ``u``): ``T`` (or ``1 / T``) and the quotient each round by a relative ``u``, so each
+        logit moves by at most ``delta_T = 2 u / (1 - u) max|l| / T`` (``max|l|`` of the table rounded
+        to ``dtype``: at most ``(1 + u_dtype)`` times the float64 one), each kept probability by a factor
+        in ``exp(+-2 delta_T)``, one token's law by at most ``2 delta_T`` in total variation and ``N``
+        tokens by ``2 N delta_T`` (masks unchanged: the reference refuses thresholds within the float
+        margin).  0 at ``T = 1``: no division."""
+        if sampling is None or to_exact(sampling.temperature) == 1:
+            return Fraction(0)
+        u = dtype_info(arithmetic or dtype).unit_roundoff
+        largest = to_exact(float(np.abs(self.target).max())) * (1 + dtype_info(dtype).unit_roundoff)
+        shift = 2 * u / (1 - u) * largest / to_exact(sampling.temperature)
+        return min(Fraction(1), 2 * new_tokens * shift)

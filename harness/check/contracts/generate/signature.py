@@ -64,9 +64,10 @@ class ModelPair(Protocol):
     last token; transformers: the prefix itself).  ``reference_logits(target, prefixes)``: the target's
     next-token logits after ``prompt + prefix`` for each prefix, as the built model computes them in
     the dtype under test (a float tensor ``[n, V]`` or rows of exact values): converted exactly by the
-    harness.  ``extra_tolerance(dtype, new_tokens)``: total variation a correct pipeline may add beyond
-    the arithmetic of :mod:`.pipeline_laws`'s tolerance (tables: 0; transformers: cached vs uncached
-    forwards), derived, never tuned."""
+    harness.  ``extra_tolerance(dtype, new_tokens, sampling, arithmetic)``: total variation a correct
+    pipeline may add beyond the softmax and verification arithmetic of :mod:`.laws`'s tolerance, under
+    ``sampling`` with its arithmetic rounding at ``arithmetic`` (tables: the temperature's rounding, 0 at
+    ``T = 1``; transformers: that and cached vs uncached forwards), derived, never tuned."""
 
     name: str
     vocab: int
@@ -78,7 +79,8 @@ class ModelPair(Protocol):
 
     def reference_logits(self, target: Any, prefixes: Sequence[tuple[int, ...]]) -> Any: ...
 
-    def extra_tolerance(self, dtype: str, new_tokens: int) -> Fraction: ...
+    def extra_tolerance(self, dtype: str, new_tokens: int, sampling: Any = None,
+                        arithmetic: str | None = None) -> Fraction: ...
 
 
 def record_violation(model: Any, violation: ContractViolation) -> ContractViolation:

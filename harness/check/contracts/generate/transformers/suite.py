@@ -233,11 +233,13 @@ class TransformersPair:
             raise RuntimeError("TransformersPair.logit_bound needs reference_logits() first")
         return Fraction(self._delta)
 
-    def extra_tolerance(self, dtype: str, new_tokens: int, sampling: Sampling | None = None) -> Fraction:
-        """``2 N delta_T`` (module docstring); without ``sampling`` the bound for ``T = MIN_TEMPERATURE``."""
+    def extra_tolerance(self, dtype: str, new_tokens: int, sampling: Sampling | None = None,
+                        arithmetic: str | None = None) -> Fraction:
+        """``2 N delta_T`` (module docstring), the temperature's rounding at ``arithmetic`` (default
+        ``dtype``); without ``sampling`` the bound for ``T = MIN_TEMPERATURE``."""
         sampling = sampling or self.sampling
         t = to_exact(sampling.temperature if sampling is not None else MIN_TEMPERATURE)
-        shift = _scaled_shift([to_exact(self._max_logit)], t, self.logit_bound(), dtype_name(dtype))
+        shift = _scaled_shift([to_exact(self._max_logit)], t, self.logit_bound(), dtype_name(arithmetic or dtype))
         return min(Fraction(1), 2 * new_tokens * shift)
 
     def check_margins(self, logits: Any, sampling: Sampling, dtype: str) -> None:
