@@ -183,6 +183,17 @@ def _warm_dispatch_mode() -> None:
         torch.ones(1) + 1
 
 
+def _give_back_profiler(previous: Any) -> None:
+    """Restore the profiler that ran before the probe's hook: a Python hook through ``sys.setprofile``; a C
+    profiler (``cProfile.Profile``, which ``sys.getprofile`` returns but ``sys.setprofile`` cannot take) by
+    enabling it again (the probed call itself goes unprofiled)."""
+    if previous is None or callable(previous):
+        sys.setprofile(previous)
+    else:
+        sys.setprofile(None)
+        previous.enable()
+
+
 def observe(call: Any) -> tuple[Observation, Any]:
     """Run ``call()`` under a :class:`PrecisionProbe` and a profile hook; ``(observation, output)``.  A frame of
     ``torch.compile``'s runtime, inductor or Triton marks the arithmetic unobservable."""
@@ -203,7 +214,7 @@ def observe(call: Any) -> tuple[Observation, Any]:
         with probe:
             out = call()
     finally:
-        sys.setprofile(previous)
+        _give_back_profiler(previous)
     if compiled:
         probe._unseen("a torch.compile / inductor / Triton region ran (its arithmetic is not observable)")
     return probe.seen, out
