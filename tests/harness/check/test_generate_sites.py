@@ -140,7 +140,9 @@ def test_a_late_position_le_bug_is_found_by_its_ladder_only():
     found = [f for f in result.findings if f.family == "rng-injection"]
     assert result.verdict is Verdict.FAIL and found and all(f.certain for f in found)
     assert all(f"{ZERO_SITE} {LATE}" in f.event for f in found), [f.event for f in found]
-    assert result.as_json()["coverage"]["worst_miss"] < 1e-6  # a FAIL keeps its coverage in the JSON
+    # a FAIL keeps its coverage in the JSON (its figure follows the pass rows, sized by the measured speed: a
+    # loaded machine timing 300-row calls sizes them down, 2.3e-04 was seen under CI's -n 2)
+    assert 0 < result.as_json()["coverage"]["worst_miss"] == result.coverage.worst_miss < 1
 
 
 @pytest.mark.slow
