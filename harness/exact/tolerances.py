@@ -79,7 +79,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Sequence
+from typing import Callable, Sequence
 
 from specproof.harness.exact.dtypes import dtype_info
 
@@ -155,19 +155,22 @@ def computed_rows(precision: Precision) -> Precision:
 
 
 def composed_tolerance(dtype: str, vocab: int, steps: int, draws: int = 0, *, precision: Precision | None = None,
-                       rows_tv: Fraction | None = None) -> Fraction:
+                       rows_tv: Callable[[], Fraction] | None = None) -> Fraction:
     """``min(1, S tau_step + M tau_64)``: the band of ``steps`` composed verification steps and ``draws``
     float64 draws of the harness's (module docstring).  With ``precision``: each step's derived drift
-    (:func:`step_tolerance`); with ``rows_tv`` as well, the inputs' term counted once for the whole
-    composition, ``S tau_arith + T_in`` (``precision.inputs_tv`` is then not used), under the same choice
-    of band as one step."""
+    (:func:`step_tolerance`); with ``rows_tv`` as well (computing ``T_in``, called only when the derived
+    band is used: everything in the dtype is the worst case itself), the inputs' term counted once for
+    the whole composition, ``S tau_arith + T_in`` (``precision.inputs_tv`` is then not used), under the
+    same choice of band as one step."""
     harness = draft_sampling_tolerance(vocab, draws)
     if precision is None or rows_tv is None:
         return min(Fraction(1), steps * step_tolerance(dtype, vocab, precision=precision) + harness)
     worst = steps * step_tolerance(dtype, vocab)
     drawn, rounding, which = _roles(dtype, precision, dtype_info(dtype).uniform_step, False)
-    derived = steps * _arithmetic_step(vocab, drawn, rounding) + Fraction(rows_tv)
-    own = worst if which == "worst" else derived if which == "derived" else min(worst, derived)
+    if which == "worst":
+        return min(Fraction(1), worst + harness)
+    derived = steps * _arithmetic_step(vocab, drawn, rounding) + Fraction(rows_tv())
+    own = derived if which == "derived" else min(worst, derived)
     return min(Fraction(1), own + harness)
 
 

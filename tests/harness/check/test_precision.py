@@ -207,7 +207,8 @@ def test_tree_band_is_the_worst_case_in_the_dtype_and_counts_the_rows_once_for_h
             band = p.band_for(Precision("float32", "float32", Fraction(0)))
             step = step_tolerance(dtype, real.vocab, precision=Precision("float32", "float32", Fraction(0)))
             # (N + 1) float32 steps, the rows' exact cost once, the harness's N float64 draws
-            assert band == float(tree_tolerance(dtype, real.vocab, nodes, Precision("float32", "float32", 0), t_in))
+            assert band == float(tree_tolerance(dtype, real.vocab, nodes, Precision("float32", "float32", 0),
+                                                lambda: t_in))
             assert band == float(min(1, (nodes + 1) * step + t_in + nodes * step_tolerance("float64", real.vocab)))
             assert band <= p.tolerance and band < 0.002, (dtype, p.name, band)
             if real.scenario.scheme == "topk" or p.certainty_probe:

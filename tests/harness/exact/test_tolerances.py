@@ -15,3 +15,18 @@ def test_the_check_band_adds_the_harness_draws_of_its_k_drafts():
     assert check_tolerance("float32", vocab, k) == round_tolerance("float32", vocab, k) + k * tau_64
     assert check_tolerance("float64", vocab, k) == (k + 1) * tau_64 + k * tau_64
     assert check_tolerance("bfloat16", vocab, k) == 1  # capped: vacuous at that size
+
+
+def test_the_inputs_term_is_computed_only_where_the_derived_band_is_used():
+    """Everything observed in the dtype is the worst case itself: ``T_in`` (an exact tree law per rule) is not
+    computed; a finer role needs it."""
+    from specproof.harness.exact.tolerances import Precision, composed_tolerance, step_tolerance
+
+    def unused():
+        raise AssertionError("T_in computed for the worst case")
+
+    same = Precision("float16", "float16", Fraction(0))
+    assert composed_tolerance("float16", 5, 4, precision=same, rows_tv=unused) == 4 * step_tolerance("float16", 5)
+    finer = Precision("float32", "float32", Fraction(0))
+    assert composed_tolerance("float16", 5, 4, precision=finer, rows_tv=lambda: Fraction(1, 1000)) < \
+        4 * step_tolerance("float16", 5)

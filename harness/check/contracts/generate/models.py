@@ -124,8 +124,10 @@ class TablePair:
         logit moves by at most ``delta_T = 2 u / (1 - u) max|l| / T`` (``max|l|`` of the table rounded
         to ``dtype``: at most ``(1 + u_dtype)`` times the float64 one), each kept probability by a factor
         in ``exp(+-2 delta_T)``, one token's law by at most ``2 delta_T`` in total variation and ``N``
-        tokens by ``2 N delta_T`` (masks unchanged: the reference refuses thresholds within the float
-        margin).  0 at ``T = 1``: no division."""
+        tokens by ``2 N delta_T``, provided the masks do not change.  That proviso holds for top-k (the
+        reference refuses a k-th gap within the rounding of ``l / T``) but is not checked for a top-p or
+        min-p threshold: the reference's float margin ``(V + 3) u`` does not include the relative move
+        ``~4 delta_T`` of the masses.  0 at ``T = 1``: no division."""
         if sampling is None or to_exact(sampling.temperature) == 1:
             return Fraction(0)
         u = dtype_info(arithmetic or dtype).unit_roundoff

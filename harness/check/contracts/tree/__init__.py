@@ -79,7 +79,8 @@ class TreeScenarioPrepared:
         """The null band for an observed precision (:func:`.families.tree_tolerance`) with these rows' exact
         ``T_in`` (:func:`.families.rows_as_given_tv`)."""
         real = self.real
-        return float(tree_tolerance(real.dtype, real.vocab, len(real.tree.parents), precision, rows_as_given_tv(real)))
+        return float(tree_tolerance(real.dtype, real.vocab, len(real.tree.parents), precision,
+                                    lambda: rows_as_given_tv(real)))
 
     def sample(self, rows: int, generator: torch.Generator) -> TreeBatch:
         return self.real.sample(rows, generator)

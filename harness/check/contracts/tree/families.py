@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
@@ -51,9 +52,10 @@ TREE_ROWS_ASSUMPTION = ("the tree verifier follows recursive rejection sampling 
 
 
 def tree_tolerance(dtype: str, vocab: int, nodes: int, precision: Precision | None = None,
-                   rows_tv: Fraction | None = None) -> Fraction:
+                   rows_tv: Callable[[], Fraction] | None = None) -> Fraction:
     """``min(1, (N + 1) tau_step + N tau_64)`` (module docstring); with ``precision`` and ``rows_tv``
-    (:func:`rows_as_given_tv`) the derived ``(N + 1) tau_arith + T_in + N tau_64``."""
+    (computing :func:`rows_as_given_tv`, only where the derived band is used) the derived
+    ``(N + 1) tau_arith + T_in + N tau_64``."""
     return composed_tolerance(dtype, vocab, nodes + 1, nodes, precision=precision, rows_tv=rows_tv)
 
 
