@@ -46,10 +46,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from specproof.errors import SpecproofInputError
 
+from specproof.harness.check.dispatch import DispatchMode
 from specproof.harness.check.calls import Caller, ContractViolation, Deadline, VerifierError, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.seeding import SEED_LIMIT, generator, injection_seed
@@ -133,7 +133,7 @@ def _classify(packet: Any, args: tuple, kwargs: dict, out: Any) -> tuple[str | N
     return "exponential", None
 
 
-class EdgeInjection(TorchDispatchMode):
+class EdgeInjection(DispatchMode):
     """Records every random ATen call; with ``kind``/``label``, writes that edge into a fraction of
     the entries of each injectable ``kind`` draw (module docstring)."""
 

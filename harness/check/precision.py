@@ -23,7 +23,6 @@ AOT-autograd's runtime wrappers, Triton's ``JITFunction``.
 
 from __future__ import annotations
 
-import functools
 
 import os
 import sys
@@ -32,8 +31,8 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from specproof.harness.check.dispatch import DispatchMode
 from specproof.harness.check.injection import _EXPONENTIAL, _OTHER, _UNIFORM, _ops
 from specproof.harness.exact.dtypes import DTYPES, dtype_info
 from specproof.harness.check.seeding import SEED_LIMIT, generator, probe_seed
@@ -108,7 +107,7 @@ class Observation:
         return f"draws in {', '.join(sorted(self.draws))}; rounds in {rounds}"
 
 
-class PrecisionProbe(TorchDispatchMode):
+class PrecisionProbe(DispatchMode):
     """Records the dtypes of draws and roundings (module docstring); changes nothing."""
 
     def __init__(self) -> None:
@@ -173,16 +172,6 @@ _COMPILED = ((os.path.join("torch", "_dynamo", "convert_frame.py"), "_compile"),
              (os.path.join("triton", "runtime", "jit.py"), "run"))
 
 
-@functools.lru_cache(maxsize=1)
-def _warm_dispatch_mode() -> None:
-    """Enter a dispatch mode once, unhooked: torch's first entry of one loads its machinery (about 2 s here,
-    4 s under the profile hook), a cost of this process, not of the verifier the probe times."""
-    import torch
-
-    with PrecisionProbe():
-        torch.ones(1) + 1
-
-
 def _give_back_profiler(previous: Any) -> None:
     """Restore the profiler that ran before the probe's hook: a Python hook through ``sys.setprofile``; a C
     profiler (``cProfile.Profile``, which ``sys.getprofile`` returns but ``sys.setprofile`` cannot take) by
@@ -197,7 +186,6 @@ def _give_back_profiler(previous: Any) -> None:
 def observe(call: Any) -> tuple[Observation, Any]:
     """Run ``call()`` under a :class:`PrecisionProbe` and a profile hook; ``(observation, output)``.  A frame of
     ``torch.compile``'s runtime, inductor or Triton marks the arithmetic unobservable."""
-    _warm_dispatch_mode()
     probe = PrecisionProbe()
     compiled: list[str] = []
 
