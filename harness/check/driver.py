@@ -26,7 +26,8 @@ same rows at a fixed depth (``rows_at_first_flag``; ``verifier_rows_at_first_fla
 interlude's rows, whole, when it came first).  A target slower than about ``INJECTION_SECONDS /
 (passes x rows)`` per row gets passes sized from its calls so far (so that the interlude takes about
 ``INJECTION_SECONDS``, a tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a
-pass), and a ``time_budget`` sets quotas from the clock, so two runs may differ there.  Under a
+pass and, without a ``time_budget``, at least the rows that keep every acceptance site's miss within
+:data:`.coverage.COVERAGE_AIM`, so that a loaded machine does not thin the coverage), and a ``time_budget`` sets quotas from the clock, so two runs may differ there.  Under a
 ``time_budget`` the interlude also ends within its share (:class:`.calls.Deadline`): the pair shrinks
 to fit (to ``REPRODUCIBILITY_MIN_ROWS`` rows at least), and a pass that would end past the share is
 skipped and listed (the injection's verdict is then ``incomplete``), so the whole check ends near the
@@ -53,6 +54,7 @@ import numpy as np
 from specproof.errors import SpecproofInputError
 
 from specproof.harness.check.calls import Caller, Deadline, resolve_device
+from specproof.harness.check.contracts.coverage import rows_for_aim
 from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.diagnosis import FailingCall
 from specproof.harness.check.replay import rerun_line, target_name
@@ -320,11 +322,26 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     interlude_rows = 0  # target rows the interlude (reproducibility pair, injection) called
     ran, pair_note = False, None  # whether the interlude ran (the engine calls it at most once); a skipped pair
 
+    floor: list[int] = []  # computed at most once: the rows the coverage aim needs (the contract's sites)
+
+    def coverage_floor() -> int:
+        """Without a ``time_budget``, the rows per pass that keep every acceptance site's miss at most
+        :data:`.coverage.COVERAGE_AIM` (at most the contract's rows): a pass sized from a loaded machine's
+        speed would otherwise lose coverage; under a budget the clock decides and the figure is stated."""
+        if not floor:
+            covered = getattr(impl, "coverage", None)
+            sites = () if covered is None or time_budget is not None else covered(suite, options, None, {}).sites
+            floor.append(min(impl.INJECTION_ROWS, rows_for_aim([s.per_row for s in sites])))
+        return floor[0]
+
     def pass_rows() -> int:
         """Rows per injection pass (and at most per reproducibility run): the contract's, fewer for a slow
-        target (timed on the calls so far) so that the interlude takes about ``share`` seconds."""
+        target (timed on the calls so far) so that the interlude takes about ``share`` seconds, but not below
+        :func:`coverage_floor`."""
         per_row = caller.seconds_per_row()
         rows = int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
+        if subjects and rows < impl.INJECTION_ROWS:
+            rows = max(rows, coverage_floor())
         return caller.rows_per_call("", rows)  # and one call of them within a share of --timeout
 
     def interlude_cost() -> int:

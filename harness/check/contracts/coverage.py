@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["SiteCoverage", "Coverage", "miss_probability", "injected_rows", "position_sites"]
+__all__ = ["SiteCoverage", "Coverage", "miss_probability", "rows_for_aim", "injected_rows", "position_sites",
+           "COVERAGE_AIM"]
+
+COVERAGE_AIM = 1e-6  # the miss probability per run aimed at on every site (:func:`rows_for_aim`)
 
 
 def miss_probability(per_row: Fraction | float, rows: int) -> float:
@@ -33,6 +36,19 @@ def miss_probability(per_row: Fraction | float, rows: int) -> float:
     if a >= 1:
         return 0.0
     return math.exp(rows * math.log1p(-a))
+
+
+def rows_for_aim(per_row: Sequence[Fraction | float], aim: float = COVERAGE_AIM) -> int:
+    """The fewest rows per injection pass with :func:`miss_probability` at most ``aim`` on every site whose
+    rate per row is in ``per_row`` (zeros skipped): ``ceil(ln aim / ln(1 - min a))``; 0 without a site."""
+    rates = [float(a) for a in per_row if a > 0]
+    if not rates:
+        return 0
+    lowest = min(rates)
+    if lowest >= 1:
+        return 1
+    rows = math.ceil(math.log(aim) / math.log1p(-lowest))
+    return rows if miss_probability(lowest, rows) <= aim else rows + 1  # the float logs' last bit
 
 
 def injected_rows(injection: Any) -> tuple[Fraction, dict[str, int]]:

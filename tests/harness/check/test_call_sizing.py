@@ -2,6 +2,7 @@
 target is measured in smaller calls and gets a verdict; a call that is slow per row still times out."""
 
 import time
+from fractions import Fraction
 
 import pytest
 
@@ -62,3 +63,31 @@ def test_the_time_budget_includes_the_last_batch_or_says_why_not(scenarios, budg
     assert took <= 1.1 * budget or said
     if scenarios == 14:
         assert said and "needs at least one per scenario (14)" in result.injection_summary
+
+
+@pytest.mark.parametrize("contract, target", [("batched", "specproof.impls:canonical_ratio_race"),
+                                              ("tree", "specproof.impls.verifiers.tree_rrs:tree_rrs"),
+                                              ("generate", "specproof.impls.pipelines.canonical:canonical_generate")])
+def test_a_target_timed_as_slow_keeps_the_coverage_aim_on_every_site(monkeypatch, contract, target):
+    """A loaded machine times the target as slow; the injection passes shrink toward INJECTION_MIN_ROWS,
+    but never below the rows every acceptance site needs for its miss aim (without a --time-budget)."""
+    from specproof.harness.check.contracts.coverage import COVERAGE_AIM, rows_for_aim
+    from specproof.harness.check.driver import INJECTION_MIN_ROWS
+    from specproof.harness.check.targets import load_target
+
+    monkeypatch.setattr(Caller, "seconds_per_row", lambda self: 1.0)  # 1 s a row: sized down to the minimum
+    fn, _ = load_target(target, contract)
+    result = check(fn, contract, samples=64, progress=False)
+    sites = result.coverage.sites
+    assert rows_for_aim([s.per_row for s in sites]) > INJECTION_MIN_ROWS  # the floor is what holds the aim
+    assert result.coverage.worst_miss <= COVERAGE_AIM
+    assert min(s.injection_rows for s in sites) >= rows_for_aim([s.per_row for s in sites])
+
+
+def test_rows_for_aim_is_the_fewest_rows_within_the_aim():
+    from specproof.harness.check.contracts.coverage import miss_probability, rows_for_aim
+
+    for rate in (Fraction(1, 16), Fraction(1, 1000), 0.0515):
+        rows = rows_for_aim([rate, 0, 0.5])
+        assert miss_probability(rate, rows) <= 1e-6 < miss_probability(rate, rows - 1)
+    assert rows_for_aim([]) == 0 and rows_for_aim([1]) == 1
