@@ -1,12 +1,14 @@
-"""``specproof bench [--out DIR] [--quick] [--device cpu|cuda] [--seed S] [--only reference]``.
+"""``specproof bench [--out DIR] [--quick] [--device cpu|cuda] [--seed S] [--only reference|drift]``.
 
 Writes ``DIR/bench.json`` (schema in :mod:`specproof.harness.bench.run`) and ``DIR/bench.md``.
 ``--quick`` is the CI configuration (fewer vocabularies, smaller budgets and three seeds; proofs
 without worst-case drift); ``--device cuda`` adds the CUDA throughput figures and is a usage error
 where no CUDA device exists.  ``--only reference`` times the exact reference's fast path against plain
 Fractions only (:mod:`specproof.harness.bench.reference`, ``--vocab``, ``--repeats``) and writes
-``DIR/reference.json``;
-kept, whose ``--out`` names the file.
+``DIR/reference.json``; ``--only drift`` measures the goals on measured drift only
+(:mod:`specproof.harness.bench.drift_goals`: half-precision checks against float32's time, and the drift
+interval of a verifier computing in float16 / bfloat16 against the exact deviation of its law) and writes
+``DIR/drift.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from specproof.errors import SpecproofInputError
 
 __all__ = ["add_parser", "add_reference_options", "run", "run_reference", "print_detection", "ONLY"]
 
-ONLY = ("reference",)
+ONLY = ("reference", "drift")
 """The parts ``--only`` can select."""
 
 
@@ -47,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
                     "exponents, and the check as a user runs it: the default check's seconds and "
                     "detectable TV, each member's default run against --fail-fast, and --time-budget 120 "
                     "at a one-row-at-a-time verifier's speed. Writes bench.json and bench.md "
-                    "(--only reference: reference.json).")
+                    "(--only reference: reference.json; --only drift: drift.json).")
     options.add_out(parser, help="output folder (default reports/bench)", default=Path("reports/bench"),
                     folder=True)
     parser.add_argument("--quick", action="store_true",
@@ -55,7 +57,8 @@ def add_parser(subparsers: Any) -> None:
     options.add_device(parser, choices=options.DEVICES,
                        help="cuda: also measure throughput on CUDA (CPU figures are always measured)")
     options.add_seed(parser, help="seed of the reference inputs and throughput scenarios, in [0, 2^63) (default 0)")
-    parser.add_argument("--only", choices=ONLY, help="run one part only: 'reference' (the exact reference's timing)")
+    parser.add_argument("--only", choices=ONLY, help="run one part only: 'reference' (the exact reference's timing), 'drift' (the goals on "
+                             "measured drift: half-precision checks, drift intervals against exact laws)")
     add_reference_options(parser)
     options.add_quiet(parser, help="no progress lines on stderr")
     parser.set_defaults(handler=run)
@@ -69,6 +72,37 @@ def run_reference(args: argparse.Namespace, out: Path) -> int:
     timing = argparse.Namespace(vocab=args.vocab or list(reference.DEFAULT_VOCABS),
                                 repeats=5 if args.repeats is None else args.repeats, seed=args.seed, out=out)
     return reference._run(timing)
+
+
+def run_drift(args: argparse.Namespace, out: Path) -> int:
+    """The goals on measured drift to ``out`` (a file): ``bench --only drift``."""
+    from specproof.harness.bench.drift_goals import HALF_DTYPES, drift_goals
+    from specproof.harness.files.envelope import write_envelope
+    from specproof.harness.files.kinds import BENCH_DRIFT
+    from specproof.harness.files.provenance import check_output_path, provenance
+
+    check_output_path(out, "--out")
+    start = time.perf_counter()
+
+    def say(message: str) -> None:
+        if not args.quiet:
+            print(f"[{time.perf_counter() - start:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    result = drift_goals(seed=args.seed, progress=say)
+    for dtype, row in result["half_precision_time"]["dtypes"].items():
+        print(f"{result['half_precision_time']['target']} {dtype:9}: {row['verdict'].upper():12} "
+              f"{row['rows']:>9,} rows {row['seconds']:7.1f} s  band {row['band']}")
+    for dtype, block in result["pure_half_interval"]["dtypes"].items():
+        for name, row in block["scenarios"].items():
+            print(f"{result['pure_half_interval']['target']} {dtype:9} {name:32} exact deviation "
+                  f"{row['exact_deviation']:.3g} in [{row['low']:.3g}, {row['high']:.3g}]: "
+                  f"{'yes' if row['contains'] else 'NO'}  (grid TV {row['grid_tv']:.3g})")
+    for name, goal in result["goals"].items():
+        print(f"goal {name}: {'met' if goal['met'] else 'NOT met'} ({goal['measured']})")
+    write_envelope(out, BENCH_DRIFT, {"result": result},
+                   provenance(seeds=[args.seed], dtypes=["float32", *HALF_DTYPES]))
+    print(f"wrote {out}")
+    return 0
 
 
 def print_detection(det: dict[str, Any]) -> None:
@@ -92,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         if value is not None:
             raise SpecproofInputError(flag, "only the reference timing takes it",
                                       f"add --only reference, or drop {flag}")
+    if args.only == "drift":
+        if args.quick or args.device != "cpu":
+            raise SpecproofInputError("--quick" if args.quick else "--device", "the drift goals have one "
+                                      "configuration, on the CPU", "drop it with --only drift")
+        options.check_options(args)
+        return run_drift(args, Path(args.out) / "drift.json")
     from specproof.harness.bench.run import BenchConfig, run_bench, write_bench  # torch, z3: only when benchmarking
 
     devices = ("cpu",) if args.device == "cpu" else ("cpu", "cuda")

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from specproof.harness.files.envelope import FileKind
 
-__all__ = ["REPORT", "BENCH", "BENCH_REFERENCE", "CHECK", "PROVE", "REFERENCE", "COMPARE", "WHITEBOX_DRIFT",
+__all__ = ["REPORT", "BENCH", "BENCH_REFERENCE", "BENCH_DRIFT", "CHECK", "PROVE", "REFERENCE", "COMPARE", "WHITEBOX_DRIFT",
            "GRID_DRIFT"]
 
 REPORT = FileKind("specproof-report", 2, "specproof report", file_name="a results.json", legacy_names=(None,))
 BENCH = FileKind("bench", 1, "specproof bench", file_name="a bench.json")
 BENCH_REFERENCE = FileKind("bench-reference", 1, "specproof bench --only reference")
+BENCH_DRIFT = FileKind("bench-drift", 1, "specproof bench --only drift")
 CHECK = FileKind("check", 1, "specproof check --json")
 PROVE = FileKind("prove", 1, "specproof prove --json", legacy_names=(None,))
 REFERENCE = FileKind("reference", 1, "specproof reference --json")

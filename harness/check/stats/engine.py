@@ -68,7 +68,7 @@ from specproof.harness.check.stats.statistics import (bernoulli_kl_array, certai
                                                 samples_for_shift)
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
-           "in_scope", "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
+           "in_scope", "largest_deviation", "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
 
 SCREEN_ROWS = 4
 SCREEN_LEAD = 4  # while screening, a stream within 4x of the least-seen one may double (so up to 8x ahead)
@@ -273,14 +273,12 @@ class _Ledger:
         (:func:`.eprocess.confidence_radius`, ``m`` events) holds, so with probability ``>= 1 - level`` at
         every row count at once (union bound; ``|mu_e - P_e|`` lies within ``r`` of ``|mean_e - P_e|``).
         The estimate ``max_e |mean_e - P_e|`` is biased upwards by the noise (at most ``r``)."""
-        tested = [(fam, counts) for fam, counts in zip(self.stream.families, self.counts) if fam.sides == "both"]
-        events = sum(fam.size for fam, _ in tested)
+        events = sum(fam.size for fam in self.stream.families if fam.sides == "both")
         if not events or not self.rows or self.probe:
             return None
         radius = float(confidence_radius(self.rows, level / events))
-        deviation = np.concatenate([np.abs(counts @ fam.matrix / self.rows - fam.expected) for fam, counts in tested])
-        return [float(deviation.max()), float(max(0.0, deviation.max() - radius)),
-                float(min(1.0, deviation.max() + radius))]
+        deviation = largest_deviation(self.stream.families, [counts / self.rows for counts in self.counts])
+        return [deviation, max(0.0, deviation - radius), min(1.0, deviation + radius)]
 
     def report(self, stopped: bool, drift_level: float = DRIFT_LEVEL) -> ScenarioReport:
         stream = self.stream
@@ -342,6 +340,14 @@ class _Ledger:
         # shift of ``target`` beyond the band instead of the cap
         shift = target - self.stream.tolerance if target > self.stream.tolerance else target
         return samples_for_shift(shift, p, float(thr) + LN2, self.stream.tolerance, limit=cap)
+
+
+def largest_deviation(families: Sequence[EventFamily], key_laws: Sequence[np.ndarray]) -> float:
+    """``max_e |E[Y_e] - P(A_e)|`` over the two-sided events of ``families`` (the deviation a check's drift
+    figure estimates, :meth:`_Ledger.drift`), when each family's row key has law ``key_laws[f]`` (observed
+    frequencies, or an exact law: the bench's check of the interval); 0 without a two-sided event."""
+    return max((float(np.max(np.abs(law @ fam.matrix - fam.expected))) for fam, law in zip(families, key_laws)
+                if fam.sides == "both" and fam.size), default=0.0)
 
 
 def plan_quota(ledger: _Ledger, level: Level, max_detectable_tv: float, rows: int | None = None) -> int:
