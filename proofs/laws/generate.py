@@ -1,30 +1,13 @@
-"""Exact law of the ``N`` new tokens of a ``generate`` pipeline, and the event families tested on it.
+"""Exact law of the ``N`` new tokens of a ``generate`` pipeline (ints and Fractions only).
 
-Law.  A lossless pipeline emits ``s = (s_1..s_N)`` with probability
-``P(s) = prod_j r_{key(s_<j)}[s_j]``, ``r_k = processed_law(target logits at k, sampling)``
-(:func:`specproof.harness.exact.sampling.processed_law`: certified softmax, exact masks, exact
-renormalisation); rows are computed once per distinct law key.  Prefixes are enumerated: refused
-beyond :data:`MAX_SEQUENCES` ``= 65,536`` sequences (``V^N``).
-
-Families (every row's key is a code of its tokens, ``code(s) = sum_j s_j V^(n-1-j)``):
-
-* ``lossless`` - prefix events ``{s_1..s_j = t}`` for ``j = 1..J``, ``J`` the longest prefix length
-  keeping at most :data:`MAX_PREFIX_EVENTS` events; an event of probability 0 is zero-tolerance.
-* ``pairs at tokens j-1, j`` - for ``j = 2..N``, each cell of the joint law of two consecutive tokens:
-  what a round-bookkeeping bug at a late position moves.
-
-Impossible outcome: a row whose sequence has probability 0 (some token is processed away at its
-prefix); its first such position is reported.
-
-Tolerance.  Each of the ``N`` tokens is, in a correct float pipeline, either an accepted draft (one
-draft draw, one acceptance test) or a round's final token (its rejected draft's draw and test, then
-the correction/bonus draw): at most ``2 tau_step`` in total variation per token
-(:func:`specproof.harness.exact.tolerances.step_tolerance` bounds one acceptance or draw with its row's
-softmax arithmetic), so ``tau = min(1, 2 N tau_step + extra)``, ``extra`` the model pair's own term
-(:func:`~specproof.harness.exact.tolerances.composed_tolerance` with ``S = 2N``).  With an observed
-precision the step is derived at the pipeline's own precision, its rows computed by itself
-(:func:`~specproof.harness.exact.tolerances.computed_rows`: ``g + V g / 2 + (V + 3) u_a``): the
-pipeline reads logits, never rounded probability rows, and the exact law reads the same logits.
+A lossless pipeline emits ``s = (s_1..s_N)`` with probability ``P(s) = prod_j r_{key(s_<j)}[s_j]``:
+``key(prefix)`` names the next-token law the pipeline samples after ``prefix`` (prefixes with equal
+keys share it) and ``r_k`` is that law, exact.  The generate contract computes ``r_k`` as the processed
+target law of its logits (``harness.check.contracts.generate.families.pipeline_law``: certified softmax,
+exact masks, exact renormalisation); here the laws are given, and each is asked for once per distinct
+key.  Prefixes are enumerated: refused beyond :data:`~specproof.proofs.laws.sequences.MAX_SEQUENCES`
+``= 65,536`` sequences (``V^N``).  A sequence's code is ``code(s) = sum_j s_j V^(n-1-j)``
+(:func:`sequence_code`).
 """
 
 from __future__ import annotations
@@ -32,41 +15,16 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
 from specproof.errors import SpecproofInputError
+from specproof.proofs.laws.sequences import MAX_SEQUENCES
 
-from specproof.harness.check.contracts.batched.families import EventFamily
-from specproof.harness.exact.convert import to_exact
-from specproof.harness.exact.sampling import Sampling, processed_law
-from specproof.harness.exact.tolerances import Precision, composed_tolerance, computed_rows
+__all__ = ["PipelineLaw", "sequence_code"]
 
-__all__ = ["PipelineLaw", "MAX_SEQUENCES", "MAX_PREFIX_EVENTS", "PIPELINE_ROWS_ASSUMPTION", "pipeline_tolerance",
-           "sequence_codes_of", "pipeline_families"]
-
-MAX_SEQUENCES = 65_536
-MAX_PREFIX_EVENTS = 1_000
-PIPELINE_ROWS_ASSUMPTION = ("the pipeline computes its laws by a softmax of the logits the exact law reads, within the "
-                            "softmax bound (V + 3) u of its arithmetic's dtype (exact/sampling), and verifies with the "
-                            "canonical step")
-
-
-def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction = Fraction(0),
-                       precision: Precision | None = None) -> Fraction:
-    """``min(1, 2 N tau_step + extra)`` (module docstring); with ``precision`` the step derived at the
-    pipeline's own precision, rows computed by itself."""
-    derived = None if precision is None else computed_rows(precision)
-    return min(Fraction(1), composed_tolerance(dtype, vocab, 2 * new_tokens, precision=derived) + extra)
-
-
-def sequence_codes_of(tokens: np.ndarray, vocab: int) -> np.ndarray:
-    """``code(s) = sum_j s_j V^(n-1-j)`` of each row of ``tokens [R, n]`` (int64)."""
-    code = np.zeros(tokens.shape[0], dtype=np.int64)
-    for j in range(tokens.shape[1]):
-        code = code * vocab + tokens[:, j]
-    return code
+Row = tuple[Fraction, ...]
 
 
 @dataclass
@@ -75,25 +33,27 @@ class PipelineLaw:
 
     vocab: int
     new_tokens: int
-    rows: dict[Any, tuple[Fraction, ...]]  # law key -> processed next-token law
+    rows: dict[Any, tuple[Fraction, ...]]  # law key -> next-token law
     keys: dict[tuple[int, ...], Any]  # prefix (length < N) -> law key
     prefix: dict[tuple[int, ...], Fraction]  # every prefix of length 1..N -> exact probability
 
     @classmethod
-    def build(cls, pair: Any, target: Any, sampling: Sampling, new_tokens: int, dtype: str,
+    def build(cls, vocab: int, new_tokens: int, law_key: Callable[[tuple[int, ...]], Hashable],
+              next_laws: Callable[[list[tuple[int, ...]]], Sequence[Row]],
               argument: str = "new_tokens") -> "PipelineLaw":
-        vocab = int(pair.vocab)
+        """The law of ``new_tokens`` tokens over ``vocab``: ``law_key(prefix)`` for every prefix shorter than
+        ``new_tokens``, ``next_laws(prefixes)`` the exact next-token laws after one prefix of each key (in the
+        order given); ``argument`` is named when ``V^N`` exceeds the enumeration limit."""
         if vocab ** new_tokens > MAX_SEQUENCES:
             raise SpecproofInputError(argument, f"{vocab}^{new_tokens} = {vocab ** new_tokens} sequences exceed the "
                                       f"exact enumeration's limit of {MAX_SEQUENCES:,}",
                                       f"use at most {_longest(vocab)} new tokens with this vocabulary of {vocab}")
         prefixes = [p for j in range(new_tokens) for p in itertools.product(range(vocab), repeat=j)]
-        keys = {p: pair.law_key(p) for p in prefixes}
+        keys = {p: law_key(p) for p in prefixes}
         first: dict[Any, tuple[int, ...]] = {}
         for p, k in keys.items():
             first.setdefault(k, p)
-        logits = pair.reference_logits(target, list(first.values()))
-        rows = {k: processed_law(_row(logits, i), sampling, dtype) for i, k in enumerate(first)}
+        rows = dict(zip(first, next_laws(list(first.values())), strict=True))
         prefix: dict[tuple[int, ...], Fraction] = {}
         frontier: list[tuple[tuple[int, ...], Fraction]] = [((), Fraction(1))]
         while frontier:
@@ -125,7 +85,7 @@ class PipelineLaw:
         for s in itertools.product(range(self.vocab), repeat=self.new_tokens):
             for j in range(1, self.new_tokens + 1):
                 if not self.prefix[s[:j]]:
-                    out[_code(s, self.vocab)] = j
+                    out[sequence_code(s, self.vocab)] = j
                     break
         return out
 
@@ -137,60 +97,9 @@ def _longest(vocab: int) -> int:
     return n
 
 
-def _code(s: tuple[int, ...], vocab: int) -> int:
+def sequence_code(s: Sequence[int], vocab: int) -> int:
+    """``code(s) = sum_j s_j V^(n-1-j)`` (module docstring)."""
     code = 0
     for t in s:
         code = code * vocab + t
     return code
-
-
-def _row(logits: Any, i: int) -> tuple[Fraction, ...]:
-    row = logits[i]
-    return to_exact(row, "reference logits") if not isinstance(row, tuple) else row
-
-
-def _prefix_family(law: PipelineLaw) -> EventFamily:
-    v, n = law.vocab, law.new_tokens
-    depth = 1
-    while depth < n and sum(v ** j for j in range(1, depth + 2)) <= MAX_PREFIX_EVENTS:
-        depth += 1
-    events = [t for j in range(1, depth + 1) for t in itertools.product(range(v), repeat=j)]
-    index = {t: e for e, t in enumerate(events)}
-    matrix = np.zeros((v ** depth, len(events)))
-    for s in itertools.product(range(v), repeat=depth):
-        for j in range(1, depth + 1):
-            matrix[_code(s, v), index[s[:j]]] = 1.0
-    expected = [law.prefix[t] for t in events]
-    return EventFamily(
-        name="lossless",
-        key=lambda out, d=depth: sequence_codes_of(out[:, :d], v),
-        n_keys=v ** depth, matrix=matrix,
-        expected=np.array([float(x) for x in expected]),
-        names=[f"first {len(t)} tokens = {t}" for t in events],
-        zero_tolerance=np.array([x == 0 for x in expected]),
-        positions={e: len(t) for e, t in enumerate(events)},
-    )
-
-
-def _pair_family(law: PipelineLaw, j: int) -> EventFamily:
-    """Joint law of tokens ``j-1`` and ``j`` (1-based), ``j >= 2``: float cells, exact zeros."""
-    v = law.vocab
-    cells, positive = np.zeros(v * v), np.zeros(v * v, dtype=bool)
-    for s, w in law.prefix.items():
-        if len(s) == j and w:
-            cells[s[-2] * v + s[-1]] += float(w)
-            positive[s[-2] * v + s[-1]] = True
-    return EventFamily(
-        name=f"pairs at tokens {j - 1}, {j}",
-        key=lambda out, j=j: out[:, j - 2] * v + out[:, j - 1],
-        n_keys=v * v, matrix=np.eye(v * v),
-        expected=cells,
-        names=[f"tokens {j - 1}, {j} = ({a}, {b})" for a in range(v) for b in range(v)],
-        zero_tolerance=~positive,
-        positions=dict.fromkeys(range(v * v), j),
-    )
-
-
-def pipeline_families(law: PipelineLaw) -> list[EventFamily]:
-    """The families of the module docstring."""
-    return [_prefix_family(law)] + [_pair_family(law, j) for j in range(2, law.new_tokens + 1)]
