@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from specproof.errors import SpecproofInputError
+from specproof.proofs.laws.generate import sequence_code
 
 from specproof.harness import Sampling, apply_sampling
 from specproof.harness.check.calls import ContractViolation
@@ -143,6 +144,7 @@ def test_families_expectations_and_impossible_rows():
     bad_token = next(t for t, p in enumerate(law.next_law(good[:1])) if p == 0)
     bad = good[:1] + (bad_token,) + good[2:]
     codes = sequence_codes_of(np.array([good, bad]), law.vocab)
+    assert codes.tolist() == [sequence_code(good, law.vocab), sequence_code(bad, law.vocab)]  # the law's own codes
     assert first[codes].tolist() == [0, 2]
 
 

@@ -73,7 +73,7 @@ def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction 
 
 
 def sequence_codes_of(tokens: np.ndarray, vocab: int) -> np.ndarray:
-    """``code(s) = sum_j s_j V^(n-1-j)`` of each row of ``tokens [R, n]`` (int64)."""
+    """:func:`~specproof.proofs.laws.generate.sequence_code` of each row of ``tokens [R, n]``, vectorised (int64)."""
     code = np.zeros(tokens.shape[0], dtype=np.int64)
     for j in range(tokens.shape[1]):
         code = code * vocab + tokens[:, j]
