@@ -5,7 +5,7 @@ the *test* (specproof reads events, each at its own Bonferroni share of alpha, n
 the *allocation* (which scenario, and how many rows, it reads).  This module measures the first, so
 the bench can split the two: for each enumerable scenario of the suite it takes the check's own event
 families and thresholds (:func:`~specproof.harness.check.stats.engine.alpha_shares` over the whole suite),
-the member's exact law ``P_bad`` (:mod:`.member_laws`), and for every side of every event the law of
+the member's exact law ``P_bad`` (:mod:`specproof.proofs.laws.members`, :mod:`.member_rows`), and for every side of every event the law of
 the row contribution ``Y`` under ``P_bad`` against the band edge ``mu`` (``P(A) + tau`` above, ``P(A) -
 tau`` below, with ``1 - Y`` there); a side whose mean ``m = E_bad[Y]`` lies beyond ``mu`` needs about
 
@@ -30,8 +30,10 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from specproof.harness.bench.member_laws import RAISED, member_law
+from specproof.proofs.laws.members import RAISED
 from specproof.proofs.laws.sequences import SequenceLaw
+
+from specproof.harness.bench.member_rows import member_law
 from specproof.harness.check.stats.engine import alpha_shares, band_edges
 from specproof.harness.check.stats.eprocess import betting_growth
 from specproof.harness.check.contracts.batched.families import EventFamily, build_families

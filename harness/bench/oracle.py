@@ -55,10 +55,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from specproof.errors import SpecproofInputError
+from specproof.proofs.laws.members import APPROXIMATE, MEMBER_LAWS
 from specproof.proofs.laws.sequences import MAX_SEQUENCES, ToyPair, round_law
 from specproof.proofs.laws.step_rules import CANONICAL
 
-from specproof.harness.bench.member_laws import APPROXIMATE, MEMBER_LAWS, member_law
+from specproof.harness.bench.member_rows import member_law
 from specproof.harness.check.contracts.batched.scenarios import Scenario
 
 __all__ = ["ORACLE_ALPHA", "ORACLE_BETA", "LosslessPolytope", "Projection", "kl_divergence", "project",
@@ -315,7 +316,7 @@ def oracle_table(names: Sequence[str], suite: Sequence[Scenario], *, dtype: str 
     unmodelled: dict[str, str] = {}
     for name in names:
         if name not in MEMBER_LAWS:
-            unmodelled[name] = "no exact model of its rule in harness.bench.member_laws"
+            unmodelled[name] = "no exact model of its rule in proofs.laws.members"
             continue
         say(f"oracle: {name}")
         per = {sname: scenario_oracle(member_law(name, real), real.toy_pair, p_good=good)

@@ -16,12 +16,13 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
 from specproof.errors import SpecproofInputError
+from specproof.proofs.laws.tree import SIBLING_MODES
 
 from specproof.harness.check.contracts import CONTRACT_OPTIONS, Contract, get_contract
 from specproof.harness.check.result import DEFAULT_MAX_DETECTABLE_TV, DEFAULT_TIMEOUT
 from specproof.harness.exact.dtypes import dtype_name
 
-__all__ = ["CheckOptions", "CI_MAX_DETECTABLE_TV", "MIN_ROWS", "MAX_ROWS_PER_SCENARIO", "MAX_NEW_TOKENS", "LEVEL_NAMES", "SIBLING_MODES",
+__all__ = ["CheckOptions", "CI_MAX_DETECTABLE_TV", "MIN_ROWS", "MAX_ROWS_PER_SCENARIO", "MAX_NEW_TOKENS", "LEVEL_NAMES",
            "GENERATE_MODELS"]
 
 MIN_ROWS = 64  # the fewest rows per scenario a check accepts (samples, or what a budget gives)
@@ -29,7 +30,6 @@ MAX_ROWS_PER_SCENARIO = 100_000_000  # ~ hours per scenario at the fastest verif
 MAX_NEW_TOKENS = 16  # the exact law enumerates V^N <= 65,536 sequences: N <= 16 for any V >= 2
 LEVEL_NAMES = ("ci", "default", "thorough")  # engine.LEVELS (kept torch-free here)
 CI_MAX_DETECTABLE_TV = 0.1  # the "ci" level's stated bound, unless another than the default is given
-SIBLING_MODES = ("iid", "distinct", "topk")  # how a tree's siblings are drawn (contracts.tree)
 GENERATE_MODELS = ("table", "transformers")
 
 

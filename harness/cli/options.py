@@ -86,7 +86,7 @@ def _rule_names() -> list[str]:
 
 
 def _sibling_help() -> str:
-    from specproof.harness.check.options import SIBLING_MODES
+    from specproof.proofs.laws.tree import SIBLING_MODES
 
     return (f"sibling modes to judge, comma-separated from {', '.join(SIBLING_MODES)} (default: the modes the "
             "--adapter declares, e.g. sglang-tree: topk; else all)")

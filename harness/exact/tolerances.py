@@ -59,7 +59,7 @@ three forms, each derived, never tuned:
 * once for the whole composition, ``T_in`` (``rows_tv``): the exact total variation between the law
   of the whole round run in real arithmetic on the rounded rows as given and the exact law (the
   tree contract computes it for every exact tree rule: ``tree_law`` with ``given`` rows in
-  ``harness.check.contracts.tree.laws``); by the triangle inequality the band is then ``S tau_arith + T_in`` with
+  ``proofs.laws.tree``); by the triangle inequality the band is then ``S tau_arith + T_in`` with
   ``tau_arith = g + V g / 2 + (V + 2) u_a`` (the step without ``t_in``);
 * rows the verifier computes itself (a pipeline's softmax of the rounded logits, which the exact law
   reads too): no rounded row is given, and the computed row's sum is off from 1 by its own arithmetic,

@@ -408,7 +408,7 @@ def _sampling(path: Path, where: str, table: Any) -> Any:
 
 def _pipeline_cells(path: Path, where: str, name: str, samplings: list[Any], devices: list[str],
                     config: ReportConfig, budget: str) -> list[Cell]:
-    from specproof.harness.check.contracts.generate.laws import PipelineLaw
+    from specproof.harness.check.contracts.generate.families import pipeline_law
     from specproof.harness.report.pipelines import PIPELINE_DTYPE, pipeline_scenarios, pipeline_task
     from specproof.harness.report.schema import definition_hash
     from specproof.impls.pipelines import get_pipeline
@@ -423,7 +423,7 @@ def _pipeline_cells(path: Path, where: str, name: str, samplings: list[Any], dev
             for s in pipeline_scenarios(record, sampling):
                 target, _ = s.pair.build(PIPELINE_DTYPE, "cpu", s.new_tokens)
                 try:
-                    PipelineLaw.build(s.pair, target, s.sampling, s.new_tokens, PIPELINE_DTYPE)
+                    pipeline_law(s.pair, target, s.sampling, s.new_tokens, PIPELINE_DTYPE)
                 except SpecproofInputError as err:
                     raise _bad(path, f"{where}.sampling", f"{sampling.describe()} on '{s.name}': {err.problem}",
                                err.fix) from None

@@ -102,9 +102,9 @@ def suite_input(record: Any, sampling: Any = None) -> str:
 @functools.lru_cache(maxsize=None)
 def _reference_hash() -> str:
     from specproof.harness.check.driver import run_check
-    from specproof.harness.check.contracts.generate.laws import PipelineLaw, pipeline_families
+    from specproof.harness.check.contracts.generate.families import pipeline_families, pipeline_law
 
-    return definition_hash("pipeline", run_check, PipelineLaw.build, pipeline_families)
+    return definition_hash("pipeline", run_check, pipeline_law, pipeline_families)
 
 
 def _input_hash(scenarios: list[Any], seed: int, rows: int | None) -> str:

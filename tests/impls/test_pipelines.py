@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from specproof.harness import Sampling
-from specproof.harness.check.contracts.generate.laws import PipelineLaw, sequence_codes_of
+from specproof.harness.check.contracts.generate.families import pipeline_law, sequence_codes_of
 from specproof.harness.check.contracts.generate.scenarios import PipelineScenario, pipeline_suite, table_pair
 from specproof.impls.pipelines.canonical import canonical_generate
 from specproof.impls.pipelines.mutants import PIPELINE_MUTANTS
@@ -43,7 +43,7 @@ def test_the_processors_follow_the_published_order():
 
 def _six_sigma_misses(fn, scenario, rows: int) -> list[tuple[int, ...]]:
     target, _ = scenario.pair.build("float32", "cpu", scenario.new_tokens)
-    law = PipelineLaw.build(scenario.pair, target, scenario.sampling, scenario.new_tokens, "float32").law()
+    law = pipeline_law(scenario.pair, target, scenario.sampling, scenario.new_tokens, "float32").law()
     out = _run(fn, scenario, rows).numpy()
     counts = np.bincount(sequence_codes_of(out, scenario.pair.vocab), minlength=scenario.pair.vocab ** scenario.new_tokens)
     misses = []

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from specproof.harness.check.contracts.tree.laws import TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, tree_law
+from specproof.proofs.laws.tree import TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, tree_law
 from specproof.harness.check.contracts.tree.scenarios import default_tree_suite
 from specproof.impls.verifiers.tree_mutants import (tree_accept_ties, tree_iid_assumed, tree_keep_tried,
                                                     tree_reversed_siblings)

@@ -46,7 +46,7 @@ def test_a_known_bug_gets_the_rows_of_its_best_side(prepared):
     assert best["log_threshold"] > math.log(1e6)  # a Bonferroni share of alpha = 1e-6
     # no other side of any scenario needs fewer rows
     for real, stream, thresholds in prepared:
-        from specproof.harness.bench.member_laws import member_law
+        from specproof.harness.bench.member_rows import member_law
 
         law = member_law("resample-from-target", real) if real.enumerable else None
         if law is not None:

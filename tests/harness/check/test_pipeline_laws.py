@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from specproof.errors import SpecproofInputError
+from specproof.proofs.laws.generate import sequence_code
 
 from specproof.harness import Sampling, apply_sampling
 from specproof.harness.check.calls import ContractViolation
 from specproof.harness.check.contracts.generate.signature import take_violations
-from specproof.harness.check.contracts.generate.laws import (MAX_SEQUENCES, PipelineLaw, pipeline_families,
-                                                   pipeline_tolerance, sequence_codes_of)
+from specproof.harness.check.contracts.generate.families import (pipeline_families, pipeline_law, pipeline_tolerance,
+                                                                 sequence_codes_of)
 from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.check.contracts.generate.scenarios import pipeline_suite, table_pair, with_sampling
 from specproof.harness.exact.convert import to_exact
@@ -76,7 +77,7 @@ def small_pairs(draw):
 def test_pipeline_law_matches_brute_force_enumeration(pair, sampling, new_tokens):
     target, _ = pair.build("float32", "cpu", new_tokens)
     try:
-        law = PipelineLaw.build(pair, target, sampling, new_tokens, "float32")
+        law = pipeline_law(pair, target, sampling, new_tokens, "float32")
     except SpecproofInputError:
         assume(False)  # a decision within the float margin: refused by design
     got = law.law()
@@ -126,18 +127,10 @@ def test_boundaries_are_refused_not_guessed():
     assert ties[0] == ties[1] == Fraction(1, 2) and ties[2] == 0
 
 
-def test_enumeration_limit_names_the_argument():
-    pair = table_pair("big", 0, 8, 2, 2)
-    target, _ = pair.build("float32", "cpu", 6)
-    with pytest.raises(SpecproofInputError, match="65,536") as err:
-        PipelineLaw.build(pair, target, Sampling(), 6, "float32")
-    assert err.value.argument == "new_tokens" and 8 ** 6 > MAX_SEQUENCES
-
-
 def test_families_expectations_and_impossible_rows():
     scenario = next(s for s in pipeline_suite() if s.name == "top-k2-offsupport")
     target, _ = scenario.pair.build("float32", "cpu", scenario.new_tokens)
-    law = PipelineLaw.build(scenario.pair, target, scenario.sampling, scenario.new_tokens, "float32")
+    law = pipeline_law(scenario.pair, target, scenario.sampling, scenario.new_tokens, "float32")
     families = pipeline_families(law)
     prefix = families[0]
     by_length: dict[int, float] = {}
@@ -151,6 +144,7 @@ def test_families_expectations_and_impossible_rows():
     bad_token = next(t for t, p in enumerate(law.next_law(good[:1])) if p == 0)
     bad = good[:1] + (bad_token,) + good[2:]
     codes = sequence_codes_of(np.array([good, bad]), law.vocab)
+    assert codes.tolist() == [sequence_code(good, law.vocab), sequence_code(bad, law.vocab)]  # the law's own codes
     assert first[codes].tolist() == [0, 2]
 
 

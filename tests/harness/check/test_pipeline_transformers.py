@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from specproof.harness.check.contracts.generate.laws import PipelineLaw  # noqa: E402
+from specproof.harness.check.contracts.generate.families import pipeline_law  # noqa: E402
 from specproof.harness.check.contracts.generate.transformers.suite import (MIN_TEMPERATURE, TransformersPair,  # noqa: E402
                                                            check_margins, transformers_suite)
 from specproof.harness.check.contracts.generate.transformers.bound import (logit_error_bound,  # noqa: E402
@@ -71,7 +71,7 @@ def test_reference_law_matches_enumeration(built, sampling):
     pair, target, _ = built
     bound = TransformersPair(sampling=sampling)
     target, _ = bound.build("float32", "cpu", 2)
-    law = PipelineLaw.build(bound, target, sampling, 2, "float32").law()
+    law = pipeline_law(bound, target, sampling, 2, "float32").law()
     assert sum(law.values()) == 1
     expected = _float_law(target, bound.prompt, 2, sampling)
     assert max(abs(float(law[s]) - expected[s]) for s in law) < 1e-12
@@ -93,7 +93,7 @@ def test_logit_bound_covers_the_measured_cached_difference(built):
 def test_extra_tolerance_is_2N_delta_T(built):
     pair = TransformersPair(sampling=Sampling(0.7))
     target, _ = pair.build("float32", "cpu", 2)
-    PipelineLaw.build(pair, target, pair.sampling, 2, "float32")
+    pipeline_law(pair, target, pair.sampling, 2, "float32")
     delta, top = pair.logit_bound(), Fraction(pair._max_logit)
     shift = (delta + 2 * Fraction(1, 2**24) * top) / Fraction(0.7)
     assert pair.extra_tolerance("float32", 2) == 4 * shift

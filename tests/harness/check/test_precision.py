@@ -220,7 +220,7 @@ def test_tree_band_is_the_worst_case_in_the_dtype_and_counts_the_rows_once_for_h
 
 def test_pipeline_band_is_the_worst_case_in_the_dtype_and_the_float32_one_for_an_upcast_pipeline():
     from specproof.harness.check.contracts import generate as generate_contract
-    from specproof.harness.check.contracts.generate.laws import pipeline_tolerance
+    from specproof.harness.check.contracts.generate.families import pipeline_tolerance
 
     for dtype in ("float32", "float16"):
         options = CheckOptions.build("generate", dtype=dtype)
@@ -237,7 +237,7 @@ def test_pipeline_band_is_the_worst_case_in_the_dtype_and_the_float32_one_for_an
 
 
 def test_tree_and_pipeline_checks_print_their_own_band_assumption():
-    from specproof.harness.check.contracts.generate.laws import PIPELINE_ROWS_ASSUMPTION
+    from specproof.harness.check.contracts.generate.families import PIPELINE_ROWS_ASSUMPTION
     from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
     from specproof.harness.check.contracts.tree.families import TREE_ROWS_ASSUMPTION
     from specproof.harness.check.contracts.tree.scenarios import default_tree_suite

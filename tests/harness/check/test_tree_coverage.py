@@ -13,10 +13,11 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.coverage import miss_probability
 from specproof.harness.check.contracts.tree import default_suite
 from specproof.harness.check.contracts.tree.ladders import CHAIN_MASS, FAN_MASS, ladder, ladders_for, tree_sites
-from specproof.harness.check.contracts.tree.laws import Tree
+from specproof.proofs.laws.tree import Tree
 from specproof.harness.check.contracts.tree.scenarios import TreeScenario, default_tree_suite, tree_pair
 from specproof.harness.check.driver import check
-from specproof.harness.check.options import SIBLING_MODES, CheckOptions
+from specproof.harness.check.options import CheckOptions
+from specproof.proofs.laws.tree import SIBLING_MODES
 from specproof.harness.check.result import Verdict
 from specproof.impls.adapters import get_adapter
 from specproof.impls.runtime_layouts import sglang_tree

@@ -12,11 +12,10 @@ import pytest
 from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import law_tv, target_law
 
-from specproof.harness.check.contracts.tree.laws import (TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY,
-                                                         _sibling_draws, continued, tree_law)
+from specproof.proofs.laws.tree import (SIBLING_MODES, TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY,
+                                        _sibling_draws, continued, tree_law)
 from specproof.harness.check.contracts.tree.scenarios import default_tree_suite, truncated_tree_pair
 from specproof.harness.check.driver import check
-from specproof.harness.check.options import SIBLING_MODES
 from specproof.harness.check.result import Verdict
 from specproof.impls.verifiers.tree_mutants import TREE_ZOO, tree_target_only_ties
 from specproof.impls.verifiers.tree_rrs import tree_rrs

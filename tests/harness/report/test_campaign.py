@@ -96,6 +96,11 @@ def test_the_example_file_plans_every_cell():
     kinds = [c.kind for c in campaign.cells]
     assert kinds.count("implementation") == 4 * 2 * 2 and kinds.count("pipeline") == 2 * 3
     assert kinds.count("proof") == 3 and all(c.tasks for c in campaign.cells)
+    targets = {c.name: c.options for c in campaign.cells if c.kind == "target"}  # the check's contract options
+    assert targets == {"specproof.impls.runtime_layouts.vllm_v1:rejection_sample": "adapter=vllm-v1, rule=canonical",
+                       "specproof.impls.verifiers.tree_rrs:tree_rrs": "siblings=iid+topk",
+                       "specproof.impls.pipelines.canonical:canonical_generate":
+                           "models=table, new_tokens=4, temperature=0.7, top_k=3"}
     assert len({c.key for c in campaign.cells}) == len(campaign.cells)
     assert campaign.cell_dir.name == "campaign-example.cells"
 

@@ -28,8 +28,8 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.coverage import injected_rows
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.contracts.generate.signature import call_generate
-from specproof.harness.check.contracts.generate.laws import (PIPELINE_ROWS_ASSUMPTION, PipelineLaw, pipeline_families,
-                                                             pipeline_tolerance, sequence_codes_of)
+from specproof.harness.check.contracts.generate.families import (PIPELINE_ROWS_ASSUMPTION, pipeline_families,
+                                                                 pipeline_law, pipeline_tolerance, sequence_codes_of)
 from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.check.contracts.generate.scenarios import (PipelineScenario, pipeline_suite, with_sampling,
                                                                   zero_site_ladder)
@@ -76,7 +76,7 @@ class GenerateScenarioPrepared:
         self.name, self.vocab, self.k, self.new_tokens = scenario.name, int(pair.vocab), n - 1, n
         self.target_model, self.draft_model = pair.build(dtype, str(device), n)
         try:
-            self.law = PipelineLaw.build(pair, self.target_model, scenario.sampling, n, dtype)
+            self.law = pipeline_law(pair, self.target_model, scenario.sampling, n, dtype)
         except SpecproofInputError as err:  # name the scenario whose processing sits on a boundary
             if err.argument != "sampling":
                 raise

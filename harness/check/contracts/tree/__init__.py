@@ -27,7 +27,7 @@ from specproof.harness.check.contracts.tree.scenarios import TreeBatch, TreeReal
 from specproof.harness.check.contracts.tree.families import (OFF_TREE, TREE_ROWS_ASSUMPTION, rows_as_given_tv,
                                                               tree_families, tree_tolerance)
 from specproof.harness.check.contracts.tree.ladders import ladders_for, tree_coverage
-from specproof.harness.check.options import SIBLING_MODES
+from specproof.proofs.laws.tree import SIBLING_MODES
 from specproof.harness.exact.tolerances import Precision
 
 __all__ = ["TreeScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]

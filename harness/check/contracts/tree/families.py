@@ -39,8 +39,8 @@ import numpy as np
 from specproof.proofs.laws.sequences import law_tv, target_law
 
 from specproof.harness.check.events.family import EventFamily, first_difference, sequence_keys
-from specproof.harness.check.contracts.tree.laws import (TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY,
-                                                          GivenRows, conditionals, continued, extensions, tree_law)
+from specproof.proofs.laws.tree import (TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY,
+                                        GivenRows, conditionals, continued, extensions, tree_law)
 from specproof.harness.check.contracts.tree.scenarios import TreeRealisation
 from specproof.harness.exact.tolerances import Precision, composed_tolerance
 

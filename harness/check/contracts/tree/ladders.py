@@ -32,8 +32,7 @@ from typing import Any, Sequence
 from specproof.proofs.laws.sequences import ToyPair
 
 from specproof.harness.check.contracts.coverage import Coverage, SiteCoverage, miss_probability
-from specproof.harness.check.contracts.tree.laws import Tree
-from specproof.harness.check.options import SIBLING_MODES
+from specproof.proofs.laws.tree import SIBLING_MODES, Tree
 
 __all__ = ["CHAIN_MASS", "FAN_MASS", "tree_sites", "ladder", "ladders_for", "site_name", "tree_coverage"]
 

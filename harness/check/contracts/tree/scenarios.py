@@ -29,8 +29,7 @@ from specproof.proofs.laws.sequences import ToyPair
 from specproof.harness.exact.convert import round_to_dtype
 from specproof.harness.exact.dtypes import dtype_name
 from specproof.harness.exact.rounded import RoundedPair, exact_law_row
-from specproof.harness.check.contracts.tree.laws import Tree, sibling_row
-from specproof.harness.check.options import SIBLING_MODES
+from specproof.proofs.laws.tree import SIBLING_MODES, Tree, sibling_row
 
 __all__ = ["TreeScenario", "TreeRealisation", "TreeBatch", "default_tree_suite", "tree_pair", "truncated_tree_pair"]
 

@@ -1,6 +1,7 @@
-"""Exact emitted-sequence laws ``P_bad`` of the zoo's batched members, one scenario at a time.
+"""Exact emitted-sequence laws ``P_bad`` of the zoo's batched members, one scenario at a time (ints and
+Fractions only).
 
-Each member's rule is read from its code (:mod:`specproof.impls.zoo`, the transformers adapter) and
+Each member's rule is read from its code (``specproof.impls.zoo``, the transformers adapter) and
 written here as a :class:`RoundModel`: the probability that a drafted ``x`` is accepted after the
 accepted prefix ``s``, and the weights of the token emitted after a rejection of ``x`` at ``s`` (or
 the bonus after ``K`` acceptances).  :func:`leading_accepts_law` walks the draft tree exactly
@@ -12,21 +13,24 @@ the bonus after ``K`` acceptances).  :func:`leading_accepts_law` walks the draft
 ``continue-after-rejection`` does not stop at the first rejection; its law is
 :func:`continue_after_rejection_law` (every draft sequence, the Poisson-binomial count of accepts).
 
-What the verifier sees: the scenario's rows rounded to the dtype, taken exactly and *not*
-renormalised (``Realisation.rounded.row``; a float32 row need not sum to 1, and the scenario "target
-sums below 1" is built on that).  Drafts are drawn from the renormalised draft rows, as the harness
-draws them.  Weights are normalised as ``torch.multinomial`` normalises them; a residual with no
-positive entry falls back to ``p`` (:func:`~specproof.impls.kernels.sampling.correction_weights`).
+What the verifier sees (:class:`RoundView`, plain data): the scenario's rows rounded to the dtype, taken
+exactly and *not* renormalised (a float32 row need not sum to 1, and the scenario "target sums below 1"
+is built on that), by table and prefix.  Drafts are drawn from the renormalised draft rows
+(``RoundView.pair``), as the harness draws them.  Weights are normalised as ``torch.multinomial``
+normalises them; a residual with no positive entry falls back to ``p``
+(``specproof.impls.kernels.sampling.correction_weights``).  The harness builds the view from a scenario
+realised in a dtype (``specproof.harness.bench.member_rows``).
 
 Idealisations, stated: uniforms are continuous (``P(u < r) = min(1, r)``) and ratios exact, except
 where the bug is the uniform grid itself: ``u <= p/q`` accepts a ``p = 0`` draft with the real
-generator's ``P(u == 0)`` (:func:`~specproof.harness.exact.uniform_grids.uniform_grid`, ``2^-24`` for
-CPU float32); the grid's other ``O(2^-24)`` effects, shared with the exact float32 implementations, are
-not modelled.  Processed rows (temperature, min-p, top-k) are the member's own processor's float
-output on the rounded row, taken exactly.  transformers sees ``softmax(log p)``, modelled as
+generator's ``P(u == 0)`` (``RoundView.zero_uniform``, ``2^-24`` for CPU float32); the grid's other
+``O(2^-24)`` effects, shared with the exact float32 implementations, are not modelled.  Processed rows
+(temperature, min-p, top-k: the tables of :data:`PROCESSED_TABLES`) are the member's own processor's
+float output on the rounded row, taken exactly.  transformers sees ``softmax(log p)``, modelled as
 ``p / sum p`` (its adapter: equal up to about an ulp), accepting a ``p = 0`` draft on ``r == 0`` only
 in releases before 5.25.0 (``r <= p/q``; 5.25.0 tests ``r < p/q``); its all-zero-residual division
-raises, an outcome (:data:`RAISED`) no lossless verifier has.
+raises, an outcome (:data:`RAISED`) no lossless verifier has.  Both facts of the installed release and the
+dtype (``RoundView.ratio_ties``, ``RoundView.tiny``) are the view's, given by the harness.
 """
 
 from __future__ import annotations
@@ -34,21 +38,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
 from typing import Callable
 
-import torch
+from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
 
-from specproof.impls import zoo
-from specproof.impls.adapters.transformers_release import accepts_ratio_ties
-from specproof.harness.check.contracts.batched.scenarios import Realisation
-from specproof.harness.exact.convert import to_exact
-from specproof.harness.exact.dtypes import TORCH_DTYPES
-from specproof.harness.exact.uniform_grids import uniform_grid
-from specproof.proofs.laws.sequences import SequenceLaw
-
-__all__ = ["RAISED", "RoundView", "RoundModel", "leading_accepts_law", "continue_after_rejection_law",
-           "MEMBER_LAWS", "APPROXIMATE", "member_law"]
+__all__ = ["RAISED", "TEMPERED_TARGET", "MIN_P_TARGET", "TOP_K_DRAFT", "PROCESSED_TABLES", "RoundView", "RoundModel",
+           "leading_accepts_law", "continue_after_rejection_law", "MEMBER_LAWS", "APPROXIMATE", "CANONICAL_MODEL"]
 
 RAISED: tuple[int, ...] = (-1,)
 """The outcome "the verifier raised on this row" (no emitted sequence; no lossless verifier has it)."""
@@ -74,36 +69,42 @@ def ratio_acceptance(p: Row, q: Row, x: int) -> Fraction:
     return min(ONE, p[x] / q[x]) if q[x] > 0 else ZERO
 
 
+TEMPERED_TARGET, MIN_P_TARGET, TOP_K_DRAFT = "target after temperature", "target after min-p", "draft after top-k"
+PROCESSED_TABLES: dict[str, tuple[str, str]] = {TEMPERED_TARGET: ("target", "target-only-temperature"),
+                                                MIN_P_TARGET: ("target", "min-p-bonus-only"),
+                                                TOP_K_DRAFT: ("draft", "draft-top-k-in-verifier")}
+"""The processed tables a member reads beside ``"target"`` and ``"draft"``: table -> (the table it processes,
+the member whose own processor processes it, in the dtype)."""
+
+
+@dataclass(frozen=True)
 class RoundView:
-    """One realisation's rows as a verifier sees them (exact, unnormalised), cached per prefix."""
+    """One realisation's rows as a verifier sees them (module docstring), and the facts of its arithmetic."""
 
-    def __init__(self, real: Realisation):
-        self.real = real
-        self.k, self.vocab = real.k, real.vocab
-        self.pair = real.toy_pair  # renormalised exact pair: the draft law drafts are drawn from
-        self._rows: dict[tuple[str, Prefix, object], Row] = {}
+    pair: ToyPair  # renormalised exact pair: the draft law drafts are drawn from
+    rows: Callable[[str, Prefix], Row]  # (table, prefix) -> the rounded row, exact, unnormalised
+    zero_uniform: Fraction  # P(u == 0) of the verifier's uniforms (torch.rand in the dtype on CPU)
+    tiny: Fraction  # the dtype's smallest positive normal (torch.finfo(dtype).tiny)
+    ratio_ties: bool  # transformers' installed release accepts on r <= p/q (before 5.25.0)
 
-    def row(self, table: str, prefix: Prefix, process: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Row:
-        """The rounded row after ``prefix`` (``process`` applied in the dtype first), exactly."""
-        key = (table, prefix, process)
-        hit = self._rows.get(key)
-        if hit is None:
-            tensor = self.real.rounded.row(table, prefix)
-            if process is not None:
-                tensor = process(tensor.reshape(1, 1, -1)).reshape(-1)
-            hit = self._rows[key] = tuple(to_exact(tensor, table))
-        return hit
+    @property
+    def k(self) -> int:
+        return self.pair.k
+
+    @property
+    def vocab(self) -> int:
+        return self.pair.vocab
+
+    def row(self, table: str, prefix: Prefix) -> Row:
+        """The rounded ``table`` row after ``prefix`` (``"target"``, ``"draft"`` or one of
+        :data:`PROCESSED_TABLES`), exactly."""
+        return self.rows(table, prefix)
 
     def p(self, prefix: Prefix) -> Row:
         return self.row("target", prefix)
 
     def q(self, prefix: Prefix) -> Row:
         return self.row("draft", prefix)
-
-    @cached_property
-    def zero_uniform(self) -> Fraction:
-        """``P(u == 0)`` of ``torch.rand`` in the realisation's dtype on CPU."""
-        return uniform_grid(self.real.dtype, "torch-cpu").zero_mass()
 
 
 @dataclass(frozen=True)
@@ -202,8 +203,7 @@ def _le_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
 def _clamped_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
     if rejected is None:
         return view.p(s)
-    tiny = Fraction(torch.finfo(TORCH_DTYPES[view.real.dtype]).tiny)
-    return tuple(max(tiny, a - b) for a, b in zip(view.p(s), view.q(s)))
+    return tuple(max(view.tiny, a - b) for a, b in zip(view.p(s), view.q(s)))
 
 
 def _stale_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
@@ -213,34 +213,25 @@ def _stale_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
     return residual(view.p(s), stale)
 
 
-def _processed(processors) -> Callable[[torch.Tensor], torch.Tensor]:
-    return processors.process_probs
-
-
-_TEMPERATURE = _processed(zoo.target_only_temperature.args[0])
-_MIN_P = _processed(zoo.min_p_bonus_only.args[0])
-_TOP_K = _processed(zoo.draft_top_k_in_verifier.args[0])
-
-
 def _tempered_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
-    return ratio_acceptance(view.row("target", s, _TEMPERATURE), view.q(s), x)
+    return ratio_acceptance(view.row(TEMPERED_TARGET, s), view.q(s), x)
 
 
 def _tempered_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
-    p = view.row("target", s, _TEMPERATURE)
+    p = view.row(TEMPERED_TARGET, s)
     return p if rejected is None else residual(p, view.q(s))
 
 
 def _min_p_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
-    return view.row("target", s, _MIN_P) if rejected is None else residual(view.p(s), view.q(s))
+    return view.row(MIN_P_TARGET, s) if rejected is None else residual(view.p(s), view.q(s))
 
 
 def _top_k_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
-    return ratio_acceptance(view.p(s), view.row("draft", s, _TOP_K), x)
+    return ratio_acceptance(view.p(s), view.row(TOP_K_DRAFT, s), x)
 
 
 def _top_k_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
-    return view.p(s) if rejected is None else residual(view.p(s), view.row("draft", s, _TOP_K))
+    return view.p(s) if rejected is None else residual(view.p(s), view.row(TOP_K_DRAFT, s))
 
 
 def _wrong_bonus_final(view: RoundView, s: Prefix, rejected: int | None) -> Row:
@@ -261,7 +252,7 @@ def _renormalised_p(view: RoundView, s: Prefix) -> Row:
 
 def _transformers_accept(view: RoundView, s: Prefix, x: int) -> Fraction:
     p, q = _renormalised_p(view, s), view.pair.draft[s]
-    if q[x] > 0 and p[x] == 0 and accepts_ratio_ties():
+    if q[x] > 0 and p[x] == 0 and view.ratio_ties:
         return view.zero_uniform  # releases before 5.25.0: r <= p/q with r = rand_like(...) == 0
     return ratio_acceptance(p, q, x)
 
@@ -335,9 +326,3 @@ APPROXIMATE: dict[str, str] = {
 
 CANONICAL_MODEL = RoundModel(_canonical_accept, _canonical_final)
 """The canonical rule on the rows as seen (a control: on exactly normalised rows it is the target law)."""
-
-
-def member_law(name: str, real: Realisation) -> SequenceLaw | None:
-    """``P_bad`` of member ``name`` on ``real`` (enumerable realisations only); None: no model."""
-    model = MEMBER_LAWS.get(name)
-    return None if model is None else model(RoundView(real))

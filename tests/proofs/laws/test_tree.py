@@ -12,10 +12,9 @@ from specproof.proofs.arith.exact import ExactArith
 from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.multidraft import recursive_rejection_law
 from specproof.proofs.laws.sequences import ToyPair, law_tv, target_law
+from specproof.proofs.laws.tree import (SIBLING_MODES, TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, Tree,
+                                        TreeRule, conditionals, continued, sibling_row, tree_law, tree_rule)
 
-from specproof.harness.check.options import SIBLING_MODES
-from specproof.harness.check.contracts.tree.laws import (TREE_MUTANT_RULES, TREE_REFERENCE, TREE_TARGET_ONLY, Tree,
-                                               TreeRule, conditionals, continued, sibling_row, tree_law, tree_rule)
 from specproof.harness.check.contracts.tree.scenarios import default_tree_suite, tree_pair
 
 ALL_RULES = (TREE_REFERENCE, TREE_TARGET_ONLY, *TREE_MUTANT_RULES)
@@ -172,7 +171,7 @@ def _first_tokens(law: dict) -> dict:
 
 @pytest.mark.parametrize("scenario", default_tree_suite(), ids=lambda s: s.name)
 def test_given_rows_equal_to_the_laws_change_nothing(scenario):
-    from specproof.harness.check.contracts.tree.laws import GivenRows
+    from specproof.proofs.laws.tree import GivenRows
 
     pair, row = scenario.pair, _rows(scenario.pair, scenario.scheme)
     given = GivenRows(lambda prefix: pair.target[prefix], row)
@@ -185,7 +184,7 @@ def test_rules_on_unnormalised_rows_follow_their_coins():
     is the batched canonical step on the rows as given when there is one sibling (unnormalised_step_tv), and
     the target-only walk accepts sibling j iff its coin falls in [M_{j-1}, M_j) (M: target mass of the
     distinct tokens tried), else draws from p~ with the tried tokens zeroed, normalised."""
-    from specproof.harness.check.contracts.tree.laws import GivenRows
+    from specproof.proofs.laws.tree import GivenRows
     from specproof.harness.exact.tolerances import unnormalised_step_tv
 
     F = Fraction

@@ -1,6 +1,7 @@
 """Exact laws of one tree verification round (ints and Fractions only).
 
-A tree of ``N`` nodes (``parents``, :mod:`.signature`) over a :class:`ToyPair` with ``k = D``
+A tree of ``N`` nodes (``parents``: :class:`Tree`; the tree contract's signature,
+``harness.check.contracts.tree.signature``) over a :class:`ToyPair` with ``k = D``
 (the depth): node ``i`` at depth ``d`` holds a token drawn from its *sibling row*, a law over the
 vocabulary that depends on the path to its parent ``s`` and on its earlier siblings (scheme):
 
@@ -28,7 +29,7 @@ accept ``y`` w.p. ``r(y)``, exact for any draft).
 to ``D + 1`` tokens (lossless iff it equals ``target_law(pair)``, proofs.laws.sequences).
 
 Rows as given (:class:`GivenRows`, the inputs' term of the derived band,
-:mod:`specproof.harness.exact.tolerances`): the verifier reads rounded rows whose sums are not exactly
+``specproof.harness.exact.tolerances``): the verifier reads rounded rows whose sums are not exactly
 1, while the tokens are drawn from the exact laws those rows stand for.  With ``given``, a rule runs in
 real arithmetic on the rows as read: recursive rejection sampling accepts with ``min(1, r(y)/w(y))``
 on the unnormalised ``r`` and ``w``, normalises each residual and draws the final token from ``r``
@@ -50,11 +51,10 @@ from typing import Callable, Iterator, Sequence
 from specproof.errors import SpecproofInputError
 from specproof.proofs.laws.sequences import SequenceLaw, ToyPair
 
-from specproof.harness.check.options import SIBLING_MODES
-
-__all__ = ["TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
+__all__ = ["SIBLING_MODES", "TreeRule", "TREE_REFERENCE", "TREE_TARGET_ONLY", "TREE_MUTANT_RULES", "tree_rule",
            "Tree", "GivenRows", "sibling_row", "tree_law", "extensions", "continued", "conditionals"]
 
+SIBLING_MODES = ("iid", "distinct", "topk")  # how a tree's siblings are drawn (module docstring, sibling_row)
 Law = tuple[Fraction, ...]
 RowFn = Callable[[tuple[int, ...], tuple[int, ...], int], Law]  # (prefix, earlier siblings, index) -> row
 

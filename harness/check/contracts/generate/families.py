@@ -1,10 +1,10 @@
-"""Exact law of the ``N`` new tokens of a ``generate`` pipeline, and the event families tested on it.
+"""The generate contract's exact reference as streams: the law of the ``N`` new tokens from the pipeline's
+logits, the event families tested on it, and the band.
 
-Law.  A lossless pipeline emits ``s = (s_1..s_N)`` with probability
-``P(s) = prod_j r_{key(s_<j)}[s_j]``, ``r_k = processed_law(target logits at k, sampling)``
-(:func:`specproof.harness.exact.sampling.processed_law`: certified softmax, exact masks, exact
-renormalisation); rows are computed once per distinct law key.  Prefixes are enumerated: refused
-beyond :data:`MAX_SEQUENCES` ``= 65,536`` sequences (``V^N``).
+Law.  :class:`~specproof.proofs.laws.generate.PipelineLaw` (``P(s) = prod_j r_{key(s_<j)}[s_j]``) with
+``r_k = processed_law(target logits at k, sampling)`` (:func:`specproof.harness.exact.sampling.processed_law`:
+certified softmax, exact masks, exact renormalisation), computed once per distinct law key by
+:func:`pipeline_law`.
 
 Families (every row's key is a code of its tokens, ``code(s) = sum_j s_j V^(n-1-j)``):
 
@@ -14,7 +14,7 @@ Families (every row's key is a code of its tokens, ``code(s) = sum_j s_j V^(n-1-
   what a round-bookkeeping bug at a late position moves.
 
 Impossible outcome: a row whose sequence has probability 0 (some token is processed away at its
-prefix); its first such position is reported.
+prefix); its first such position is reported (:meth:`~specproof.proofs.laws.generate.PipelineLaw.first_zero`).
 
 Tolerance.  Each of the ``N`` tokens is, in a correct float pipeline, either an accepted draft (one
 draft draw, one acceptance test) or a round's final token (its rejected draft's draw and test, then
@@ -30,27 +30,38 @@ pipeline reads logits, never rounded probability rows, and the exact law reads t
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from specproof.errors import SpecproofInputError
+from specproof.proofs.laws.generate import PipelineLaw, sequence_code
 
 from specproof.harness.check.contracts.batched.families import EventFamily
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.sampling import Sampling, processed_law
 from specproof.harness.exact.tolerances import Precision, composed_tolerance, computed_rows
 
-__all__ = ["PipelineLaw", "MAX_SEQUENCES", "MAX_PREFIX_EVENTS", "PIPELINE_ROWS_ASSUMPTION", "pipeline_tolerance",
-           "sequence_codes_of", "pipeline_families"]
+__all__ = ["MAX_PREFIX_EVENTS", "PIPELINE_ROWS_ASSUMPTION", "pipeline_law", "pipeline_tolerance", "sequence_codes_of",
+           "pipeline_families"]
 
-MAX_SEQUENCES = 65_536
 MAX_PREFIX_EVENTS = 1_000
 PIPELINE_ROWS_ASSUMPTION = ("the pipeline computes its laws by a softmax of the logits the exact law reads, within the "
                             "softmax bound (V + 3) u of its arithmetic's dtype (exact/sampling), and verifies with the "
                             "canonical step")
+
+
+def pipeline_law(pair: Any, target: Any, sampling: Sampling, new_tokens: int, dtype: str,
+                 argument: str = "new_tokens") -> PipelineLaw:
+    """The exact law of ``new_tokens`` tokens of ``pair`` (its ``law_key`` and ``reference_logits`` read
+    from ``target``) under ``sampling`` in ``dtype`` (module docstring); ``argument`` is named when the
+    enumeration is too large."""
+
+    def next_laws(prefixes: Sequence[tuple[int, ...]]) -> list[tuple[Fraction, ...]]:
+        logits = pair.reference_logits(target, list(prefixes))
+        return [processed_law(_row(logits, i), sampling, dtype) for i in range(len(prefixes))]
+
+    return PipelineLaw.build(int(pair.vocab), new_tokens, pair.law_key, next_laws, argument)
 
 
 def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction = Fraction(0),
@@ -62,85 +73,10 @@ def pipeline_tolerance(dtype: str, vocab: int, new_tokens: int, extra: Fraction 
 
 
 def sequence_codes_of(tokens: np.ndarray, vocab: int) -> np.ndarray:
-    """``code(s) = sum_j s_j V^(n-1-j)`` of each row of ``tokens [R, n]`` (int64)."""
+    """:func:`~specproof.proofs.laws.generate.sequence_code` of each row of ``tokens [R, n]``, vectorised (int64)."""
     code = np.zeros(tokens.shape[0], dtype=np.int64)
     for j in range(tokens.shape[1]):
         code = code * vocab + tokens[:, j]
-    return code
-
-
-@dataclass
-class PipelineLaw:
-    """Exact next-token laws by key, and the law of whole ``N``-token sequences."""
-
-    vocab: int
-    new_tokens: int
-    rows: dict[Any, tuple[Fraction, ...]]  # law key -> processed next-token law
-    keys: dict[tuple[int, ...], Any]  # prefix (length < N) -> law key
-    prefix: dict[tuple[int, ...], Fraction]  # every prefix of length 1..N -> exact probability
-
-    @classmethod
-    def build(cls, pair: Any, target: Any, sampling: Sampling, new_tokens: int, dtype: str,
-              argument: str = "new_tokens") -> "PipelineLaw":
-        vocab = int(pair.vocab)
-        if vocab ** new_tokens > MAX_SEQUENCES:
-            raise SpecproofInputError(argument, f"{vocab}^{new_tokens} = {vocab ** new_tokens} sequences exceed the "
-                                      f"exact enumeration's limit of {MAX_SEQUENCES:,}",
-                                      f"use at most {_longest(vocab)} new tokens with this vocabulary of {vocab}")
-        prefixes = [p for j in range(new_tokens) for p in itertools.product(range(vocab), repeat=j)]
-        keys = {p: pair.law_key(p) for p in prefixes}
-        first: dict[Any, tuple[int, ...]] = {}
-        for p, k in keys.items():
-            first.setdefault(k, p)
-        logits = pair.reference_logits(target, list(first.values()))
-        rows = {k: processed_law(_row(logits, i), sampling, dtype) for i, k in enumerate(first)}
-        prefix: dict[tuple[int, ...], Fraction] = {}
-        frontier: list[tuple[tuple[int, ...], Fraction]] = [((), Fraction(1))]
-        while frontier:
-            p, w = frontier.pop()
-            if len(p) == new_tokens:
-                continue
-            for token, r in enumerate(rows[keys[p]]):
-                ext = p + (token,)
-                prefix[ext] = w * r
-                if r:
-                    frontier.append((ext, w * r))
-        for p in list(prefix):  # extensions of impossible prefixes: probability 0
-            if not prefix[p] and len(p) < new_tokens:
-                for n in range(1, new_tokens - len(p) + 1):
-                    for tail in itertools.product(range(vocab), repeat=n):
-                        prefix[p + tail] = Fraction(0)
-        return cls(vocab, new_tokens, rows, keys, prefix)
-
-    def law(self) -> dict[tuple[int, ...], Fraction]:
-        """``P(s)`` of every ``N``-token sequence (zeros included)."""
-        return {s: w for s, w in self.prefix.items() if len(s) == self.new_tokens}
-
-    def next_law(self, prefix: tuple[int, ...]) -> tuple[Fraction, ...]:
-        return self.rows[self.keys[prefix]]
-
-    def first_zero(self) -> np.ndarray:
-        """``[V^N]`` int64: the first 1-based position whose token has probability 0, 0 when none."""
-        out = np.zeros(self.vocab ** self.new_tokens, dtype=np.int64)
-        for s in itertools.product(range(self.vocab), repeat=self.new_tokens):
-            for j in range(1, self.new_tokens + 1):
-                if not self.prefix[s[:j]]:
-                    out[_code(s, self.vocab)] = j
-                    break
-        return out
-
-
-def _longest(vocab: int) -> int:
-    n = 1
-    while vocab ** (n + 1) <= MAX_SEQUENCES:
-        n += 1
-    return n
-
-
-def _code(s: tuple[int, ...], vocab: int) -> int:
-    code = 0
-    for t in s:
-        code = code * vocab + t
     return code
 
 
@@ -159,7 +95,7 @@ def _prefix_family(law: PipelineLaw) -> EventFamily:
     matrix = np.zeros((v ** depth, len(events)))
     for s in itertools.product(range(v), repeat=depth):
         for j in range(1, depth + 1):
-            matrix[_code(s, v), index[s[:j]]] = 1.0
+            matrix[sequence_code(s, v), index[s[:j]]] = 1.0
     expected = [law.prefix[t] for t in events]
     return EventFamily(
         name="lossless",
