@@ -6,7 +6,7 @@ Families (row key: the emitted sequence's code, :func:`.events.sequence_keys` wi
   target sampling, starts with ``t``", of exact probability ``P_target(t)``.  A row that emitted ``s``
   contributes ``1`` if ``t`` is a prefix of ``s``, ``P_target(t | s)`` if ``s`` is a proper prefix of
   ``t`` (the continuation is never sampled: Rao-Blackwellisation), else 0.  Lossless iff all hold.
-* ``bug-class`` - for each known incorrect tree rule (:data:`.tree_laws.TREE_MUTANT_RULES`) whose
+* ``bug-class`` - for each known incorrect tree rule (:data:`specproof.proofs.laws.tree.TREE_MUTANT_RULES`) whose
   continued law differs on this scenario, its excess set ``{u : P_bad(u) > P_target(u)}`` over
   ``D+1``-token sequences (the most powerful single event against that rule), computed exactly on
   the realised tables.
@@ -20,7 +20,7 @@ variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``
 is the derived ``tau_arith`` and the rounded rows' own cost is counted once, exactly:
 :func:`rows_as_given_tv` is the largest total variation, over the exact tree rules (recursive
 rejection sampling, the target-only walk), between the rule run in real arithmetic on the rows as the
-verifier reads them (:class:`.laws.GivenRows`) and the exact law, both continued by the target (every
+verifier reads them (:class:`specproof.proofs.laws.tree.GivenRows`) and the exact law, both continued by the target (every
 tested event is an event of the continued law).
 
 Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the

@@ -1,7 +1,7 @@
 """Tree scenarios: an exact pair, a tree and a sibling scheme; realised in a dtype, sampled by torch.
 
 A :class:`TreeScenario` holds an exact :class:`ToyPair` with ``k = D`` (the tree's depth), the tree
-and the sibling scheme of :mod:`.tree_laws`.  Its :class:`TreeRealisation` in a dtype rounds every
+and the sibling scheme of :mod:`specproof.proofs.laws.tree`.  Its :class:`TreeRealisation` in a dtype rounds every
 row once (:class:`~specproof.harness.exact.rounded.RoundedPair`); the sibling rows of the ``distinct``
 scheme (``q`` with tried tokens zeroed, renormalised) are computed exactly from the rounded draft row
 and rounded once more.  The exact law of every row is its rounded value renormalised exactly
