@@ -57,8 +57,9 @@ def add_parser(subparsers: Any) -> None:
     options.add_device(parser, choices=options.DEVICES,
                        help="cuda: also measure throughput on CUDA (CPU figures are always measured)")
     options.add_seed(parser, help="seed of the reference inputs and throughput scenarios, in [0, 2^63) (default 0)")
-    parser.add_argument("--only", choices=ONLY, help="run one part only: 'reference' (the exact reference's timing), 'drift' (the goals on "
-                             "measured drift: half-precision checks, drift intervals against exact laws)")
+    parser.add_argument("--only", choices=ONLY,
+                        help="run one part only: 'reference' (the exact reference's timing), 'drift' (the goals "
+                             "on measured drift: half-precision checks, drift intervals against exact laws)")
     add_reference_options(parser)
     options.add_quiet(parser, help="no progress lines on stderr")
     parser.set_defaults(handler=run)

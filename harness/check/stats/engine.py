@@ -68,7 +68,8 @@ from specproof.harness.check.stats.statistics import (bernoulli_kl_array, certai
                                                 samples_for_shift)
 
 __all__ = ["RowBatch", "Stream", "EngineRun", "run_streams", "verdict_for", "alpha_shares", "plan_quota",
-           "in_scope", "largest_deviation", "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS", "band_edges"]
+           "in_scope", "largest_deviation", "LEVELS", "SCREEN_ROWS", "SCREEN_LEAD", "MAX_BATCH", "FAMILY_WEIGHTS",
+           "band_edges"]
 
 SCREEN_ROWS = 4
 SCREEN_LEAD = 4  # while screening, a stream within 4x of the least-seen one may double (so up to 8x ahead)

@@ -20,8 +20,8 @@ variation is subadditive, so ``tau = min(1, (N + 1) tau_step + N tau_64)``
 is the derived ``tau_arith`` and the rounded rows' own cost is counted once, exactly:
 :func:`rows_as_given_tv` is the largest total variation, over the exact tree rules (recursive
 rejection sampling, the target-only walk), between the rule run in real arithmetic on the rows as the
-verifier reads them (:class:`specproof.proofs.laws.tree.GivenRows`) and the exact law, both continued by the target (every
-tested event is an event of the continued law).
+verifier reads them (:class:`specproof.proofs.laws.tree.GivenRows`) and the exact law, both continued by
+the target (every tested event is an event of the continued law).
 
 Impossible outcomes (certain): a token of target probability 0 at its emitted prefix (read from the
 harness's exact tables), and tokens before the last that leave the row's tree
