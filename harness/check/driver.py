@@ -227,6 +227,12 @@ class Stream:
                               self.tolerance, 1.0, True, certainty_probe=self.certainty_probe)
 
 
+def unbuilt_report(prepared: PreparedScenario, reason: str) -> ScenarioReport:
+    """The report of a scenario out of scope because its exact law cannot be built for the dtype (``reason``):
+    no row drawn, its band vacuous (1)."""
+    return ScenarioReport(prepared.name, prepared.vocab, prepared.k, 0, 0, 1.0, 1.0, False, scope_reason=reason)
+
+
 def _reproducibility(stream: Stream, caller: Caller, rows: int) -> list[Finding]:
     """One batch of ``stream``'s scenario, twice, with generators of the same seed."""
     # in calls sized from the target's rate (each part seeded by its first row, alike in both runs)
@@ -300,8 +306,10 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     # the precision probe's calls come first, under the same deadline, and count as verifier rows and time
     probe_caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
     band = choose_band(prepared, probe_caller, options)
+    # a scenario whose exact law cannot be built for the dtype (.contracts.prepared) runs no row: out of scope
+    unbuilt = [(p, why) for p in prepared if (why := getattr(p, "out_of_scope", None)) is not None]
     streams = [Stream(number, p, caller, options.seed, options.batch_size)
-               for number, p in zip(stream_numbers(prepared), prepared)]
+               for number, p in zip(stream_numbers(prepared), prepared) if all(p is not q for q, _ in unbuilt)]
     inject_here = options.inject and device.type in ("cpu", "cuda")  # generators with an edge model
     injection_note = None
     if options.inject and not inject_here:
@@ -382,7 +390,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     first = run.rows_at_first_flag
     called = None if first is None else first + probe_caller.rows + (
         interlude_rows if run.interlude_before_first_flag else 0)
-    verdict = verdict_for(run.reports, extra, tv)
+    reports = run.reports + [unbuilt_report(p, why) for p, why in unbuilt]
+    verdict = verdict_for(reports, extra, tv)
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE
     spent = caller.seconds + injection_caller.seconds + probe_caller.seconds
@@ -391,7 +400,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     covered = getattr(impl, "coverage", None)  # acceptance sites (.contracts.coverage), where a contract names them
     coverage = None if covered is None else covered(suite, options, injection, {s.name: s.rows for s in run.reports})
     return CheckResult(verdict=verdict, dtype=options.dtype, device=str(device), seed=options.seed,
-                       alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=run.reports,
+                       alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=reports,
                        verifier_seconds=spent, harness_seconds=total - spent, max_detectable_tv=float(tv),
                        reproducibility=list(reproducibility),
                        level=options.level if per_scenario is None else "samples", stop_reason=run.stop_reason,
