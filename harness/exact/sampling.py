@@ -58,8 +58,8 @@ from specproof.harness.exact.dtypes import dtype_info
 from specproof.harness.exact.softmax import exact_softmax
 from specproof.impls.pipelines.processing import ORDER  # the processing order, defined once
 
-__all__ = ["Sampling", "apply_sampling", "processed_law", "boundary_margin", "temperature_shift", "decision_margin",
-           "ORDER"]
+__all__ = ["Sampling", "apply_sampling", "processed_law", "boundary_margin", "temperature_shift", "shifted_margin",
+           "decision_margin", "ORDER"]
 
 
 def _number(value: Any, argument: str, low: float, high: float, low_open: bool) -> float:
@@ -136,14 +136,18 @@ def temperature_shift(dtype: str, largest: Fraction, temperature: Fraction) -> F
     return 2 * u / (1 - u) * Fraction(largest) / Fraction(temperature)
 
 
-def decision_margin(dtype: str, vocab: int, largest: Fraction, temperature: Fraction) -> Fraction:
-    """``rho = (1 + (V + 3) u)(1 + 4 delta_T) - 1``: how far, relatively, a correct implementation's
-    probabilities of ``softmax(l / T)`` in ``dtype`` sit from the exact ones (module docstring); 1 (every
-    decision refused) when ``delta_T > 1/2``, where ``4 delta_T`` no longer bounds ``exp(2 delta_T) - 1``."""
-    shift = temperature_shift(dtype, largest, temperature)
+def shifted_margin(dtype: str, vocab: int, shift: Fraction) -> Fraction:
+    """``rho = (1 + (V + 3) u)(1 + 4 s) - 1``: how far, relatively, a correct implementation's probabilities
+    in ``dtype`` sit from the exact ones when each logit it reads is within ``s`` of the exact one (module
+    docstring); 1 (every decision refused) when ``s > 1/2``, where ``4 s`` no longer bounds ``exp(2 s) - 1``."""
     if shift > Fraction(1, 2):
         return Fraction(1)
-    return (1 + boundary_margin(dtype, vocab)) * (1 + 4 * shift) - 1
+    return (1 + boundary_margin(dtype, vocab)) * (1 + 4 * Fraction(shift)) - 1
+
+
+def decision_margin(dtype: str, vocab: int, largest: Fraction, temperature: Fraction) -> Fraction:
+    """:func:`shifted_margin` of the temperature's move :func:`temperature_shift` (module docstring)."""
+    return shifted_margin(dtype, vocab, temperature_shift(dtype, largest, temperature))
 
 
 def _refuse(what: str) -> SpecproofInputError:

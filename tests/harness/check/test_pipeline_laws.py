@@ -220,9 +220,10 @@ def test_the_float_margin_includes_the_temperatures_move():
     """``rho = (1 + (V + 3) u)(1 + 4 delta_T) - 1``: the softmax's own margin at ``T = 1`` (and for a filter
     read before the temperature), widened by the temperature's move otherwise, and vacuous past
     ``delta_T = 1/2``."""
-    from specproof.harness.exact.sampling import boundary_margin, decision_margin, temperature_shift
+    from specproof.harness.exact.sampling import boundary_margin, decision_margin, shifted_margin, temperature_shift
 
     u = dtype_info("float16").unit_roundoff
+    assert shifted_margin("float16", 6, Fraction(0)) == boundary_margin("float16", 6)
     assert temperature_shift("float16", Fraction(4), Fraction(1)) == 0
     assert decision_margin("float16", 6, Fraction(4), Fraction(1)) == boundary_margin("float16", 6) == 9 * u
     shift = temperature_shift("float16", Fraction(4), Fraction(4, 5))
