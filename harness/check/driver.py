@@ -227,6 +227,10 @@ class Stream:
                               self.tolerance, 1.0, True, certainty_probe=self.certainty_probe)
 
 
+class _NothingInScope(Exception):
+    """Every scenario of a check is out of scope for its dtype (:func:`unbuilt_report`): nothing is drawn."""
+
+
 def unbuilt_report(prepared: PreparedScenario, reason: str) -> ScenarioReport:
     """The report of a scenario out of scope because its exact law cannot be built for the dtype (``reason``):
     no row drawn, its band vacuous (1)."""
@@ -365,9 +369,11 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
             injection is not None and _injection_findings(injection, options.accept_rate)[0])
 
     engine = options.engine
-    drawn = streams if engine is None else engine.shard(streams, target, options)
+    drawn = streams if engine is None or not streams else engine.shard(streams, target, options)
     inconclusive = None
     try:
+        if not streams:  # every scenario out of scope (its law unbuilt): no row to draw, no interlude to run
+            raise _NothingInScope
         run = run_streams(drawn, alpha=options.alpha, rows=per_scenario, level=options.level,
                           max_detectable_tv=tv, fail_fast=options.fail_fast,
                           settle=None if options.collect_all else SETTLE_FACTOR,
@@ -375,6 +381,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                           time_budget=None if time_budget is None else max(
                               1e-3, time_budget - (time.perf_counter() - start) - reserved),
                           progress=options.progress, interlude=(interlude_cost, run_interlude))
+    except _NothingInScope:
+        run = EngineRun([], 0, 0.0, "no scenario in scope", None)
     except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
         run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
         if not ran and run_interlude():  # its findings are certain and need no shard

@@ -341,6 +341,20 @@ def test_a_scenario_whose_law_cannot_be_built_is_out_of_scope_with_the_reason():
     assert result.as_json()["out_of_scope"] == ["top-p0.75"]
 
 
+def test_a_check_with_every_scenario_out_of_scope_is_underpowered_and_runs_no_row():
+    """The canonical pipeline processes in bfloat16: top-p0.75's law is refused at that margin, and with it
+    the only scenario, the check draws nothing and says why (no sample size helps)."""
+    from specproof.impls.pipelines.canonical import canonical_generate
+
+    result = specproof.check(canonical_generate, contract="generate", dtype="bfloat16",
+                             scenarios=[_generate_scenario("top-p0.75")], samples=500)
+    assert result.verdict.value == "underpowered" and result.rows == 0
+    assert result.scenarios[0].scope_reason and "rounds in bfloat16" in result.band["detail"]
+    text = result.summary()
+    assert "every statistical scenario is out of scope" in text and "raise --samples" not in text
+    assert "not run: the run ended before it (no scenario in scope)" in text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_no_false_alarm_over_100_seeds_for_the_runtime_style_tree_verifier(dtype):
