@@ -229,6 +229,16 @@ class Stream:
                               self.tolerance, 1.0, True, certainty_probe=self.certainty_probe)
 
 
+class _NothingInScope(Exception):
+    """Every scenario of a check is out of scope for its dtype (:func:`unbuilt_report`): nothing is drawn."""
+
+
+def unbuilt_report(prepared: PreparedScenario, reason: str) -> ScenarioReport:
+    """The report of a scenario out of scope because its exact law cannot be built for the dtype (``reason``):
+    no row drawn, its band vacuous (1)."""
+    return ScenarioReport(prepared.name, prepared.vocab, prepared.k, 0, 0, 1.0, 1.0, False, scope_reason=reason)
+
+
 def _reproducibility(stream: Stream, caller: Caller, rows: int) -> list[Finding]:
     """One batch of ``stream``'s scenario, twice, with generators of the same seed."""
     # in calls sized from the target's rate (each part seeded by its first row, alike in both runs)
@@ -302,8 +312,10 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     # the precision probe's calls come first, under the same deadline, and count as verifier rows and time
     probe_caller = Caller(target, device, options.timeout, options.hard_timeout, ends_at, options.time_budget)
     band = choose_band(prepared, probe_caller, options)
+    # a scenario whose exact law cannot be built for the dtype (.contracts.prepared) runs no row: out of scope
+    unbuilt = [(p, why) for p in prepared if (why := getattr(p, "out_of_scope", None)) is not None]
     streams = [Stream(number, p, caller, options.seed, options.batch_size)
-               for number, p in zip(stream_numbers(prepared), prepared)]
+               for number, p in zip(stream_numbers(prepared), prepared) if all(p is not q for q, _ in unbuilt)]
     inject_here = options.inject and device.type in ("cpu", "cuda")  # generators with an edge model
     injection_note = None
     if options.inject and not inject_here:
@@ -374,9 +386,11 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
             injection is not None and _injection_findings(injection, options.accept_rate)[0])
 
     engine = options.engine
-    drawn = streams if engine is None else engine.shard(streams, target, options)
+    drawn = streams if engine is None or not streams else engine.shard(streams, target, options)
     inconclusive = None
     try:
+        if not streams:  # every scenario out of scope (its law unbuilt): no row to draw, no interlude to run
+            raise _NothingInScope
         run = run_streams(drawn, alpha=options.alpha, rows=per_scenario, level=options.level,
                           max_detectable_tv=tv, fail_fast=options.fail_fast,
                           settle=None if options.collect_all else SETTLE_FACTOR,
@@ -384,6 +398,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
                           time_budget=None if time_budget is None else max(
                               1e-3, time_budget - (time.perf_counter() - start) - reserved),
                           progress=options.progress, interlude=(interlude_cost, run_interlude))
+    except _NothingInScope:
+        run = EngineRun([], 0, 0.0, "no scenario in scope", None)
     except ShardFailure as failure:  # rows lost: nothing is concluded from the rest
         run, inconclusive = EngineRun([s.empty_report() for s in streams], 0, 0.0, "shard-failed", None), str(failure)
         if not ran and run_interlude():  # its findings are certain and need no shard
@@ -399,7 +415,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     first = run.rows_at_first_flag
     called = None if first is None else first + probe_caller.rows + (
         interlude_rows if run.interlude_before_first_flag else 0)
-    verdict = verdict_for(run.reports, extra, tv)
+    reports = run.reports + [unbuilt_report(p, why) for p, why in unbuilt]
+    verdict = verdict_for(reports, extra, tv)
     if inconclusive is not None and not extra:
         verdict = Verdict.INCONCLUSIVE
     spent = caller.seconds + injection_caller.seconds + probe_caller.seconds
@@ -408,7 +425,7 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     covered = getattr(impl, "coverage", None)  # acceptance sites (.contracts.coverage), where a contract names them
     coverage = None if covered is None else covered(suite, options, injection, {s.name: s.rows for s in run.reports})
     return CheckResult(verdict=verdict, dtype=options.dtype, device=str(device), seed=options.seed,
-                       alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=run.reports,
+                       alpha=options.alpha, samples=per_scenario or 0, rule=rule, scenarios=reports,
                        verifier_seconds=spent, harness_seconds=total - spent, max_detectable_tv=float(tv),
                        reproducibility=list(reproducibility),
                        level=options.level if per_scenario is None else "samples", stop_reason=run.stop_reason,

@@ -232,7 +232,9 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
     (``band_for``, :func:`~specproof.harness.exact.tolerances.composed_tolerance`); else the worst case, said.
     The derived band's assumptions are :data:`~specproof.harness.exact.tolerances.DERIVED_ASSUMPTIONS` and
     each contract's own (the prepared scenarios' ``band_assumptions``: the rule its inputs' term is
-    computed for), each printed once."""
+    computed for), each printed once.  With the derived band, a scenario whose exact law depends on the
+    target's arithmetic (an ``arithmetic`` attribute: generate's float margins) gets the observed one,
+    under the same assumptions; with the worst case or the user's band it keeps its dtype's."""
     if options.max_drift is not None:
         for p in prepared:
             p.tolerance = float(options.max_drift)
@@ -255,5 +257,7 @@ def choose_band(prepared: Sequence[Any], caller: Any, options: Any) -> Band:
                                 f"every draw and sum assumed in {options.dtype}")
     for p, band in zip(prepared, bands):
         p.tolerance = band
+        if hasattr(p, "arithmetic"):
+            p.arithmetic = precision.arithmetic
     own = [a for p in prepared for a in p.band_assumptions]
     return Band(BAND_DERIVED, seen.describe(), DERIVED_ASSUMPTIONS + tuple(dict.fromkeys(own)))

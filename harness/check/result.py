@@ -111,6 +111,7 @@ class ScenarioReport:
     # [estimate, low, high] of the largest deviation on a two-sided tested event, TV units: the interval is
     # anytime-valid, 99% jointly over the check's scenarios (engine._Ledger.drift)
     drift: list[float] | None = None
+    scope_reason: str | None = None  # why it ran no row: its exact law cannot be built for the dtype (out of scope)
 
     def as_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -213,7 +214,8 @@ class CheckResult:
         return [s for s in statistical if s.tolerance < self.max_detectable_tv] or statistical or list(self.scenarios)
 
     def out_of_scope(self) -> list[ScenarioReport]:
-        """Statistical scenarios whose band is at least ``max_detectable_tv``: vacuous for the dtype, not judged."""
+        """Statistical scenarios whose band is at least ``max_detectable_tv``: vacuous for the dtype, not judged
+        (those whose exact law cannot be built for the dtype among them: their band is 1, ``scope_reason``)."""
         return [s for s in self.scenarios if not s.certainty_probe and s.tolerance >= self.max_detectable_tv]
 
     def drift(self) -> tuple[list[float], str] | None:
@@ -231,11 +233,14 @@ class CheckResult:
             return None
         judged = [s for s in self.scenarios if s not in out]
         vocabs = sorted({s.vocab for s in judged})
-        names = ", ".join(f"'{s.name}' (V = {s.vocab}, band {s.tolerance:.3g})" for s in out[:4])
-        more = f" and {len(out) - 4} more" if len(out) > 4 else ""
+        vacuous = [s for s in out if s.scope_reason is None]
+        names = ", ".join(f"'{s.name}' (V = {s.vocab}, band {s.tolerance:.3g})" for s in vacuous[:4])
+        more = f" and {len(vacuous) - 4} more" if len(vacuous) > 4 else ""
+        why = [f"{names}{more}: the band is at least the bound {self.max_detectable_tv:g}, so no sample size "
+               "reaches it there"] if vacuous else []
+        why += [f"'{s.name}' (V = {s.vocab}, no row run): {s.scope_reason}" for s in out if s.scope_reason]
         return (f"Scope: {len(judged)} of {len(self.scenarios)} scenarios judged (V in {vocabs}); out of scope for "
-                f"{self.dtype}: {names}{more}: the band is at least the bound {self.max_detectable_tv:g}, so no "
-                "sample size reaches it there")
+                f"{self.dtype}: " + "; ".join(why))
 
     @property
     def rows(self) -> int:
@@ -397,9 +402,13 @@ class CheckResult:
             blind = self.out_of_scope()
             if blind and len(blind) == sum(not sc.certainty_probe for sc in self.scenarios):
                 low, high = min(sc.tolerance for sc in blind), max(sc.tolerance for sc in blind)
-                lines.append(f"  the band alone ({low:.3g} to {high:.3g}) is at least the bound on every statistical "
-                             "scenario: no sample size reaches it; check in a wider dtype, or state the drift you "
-                             "accept with --max-drift")
+                if any(sc.scope_reason for sc in blind):
+                    lines.append("  every statistical scenario is out of scope for the dtype (Scope above): no "
+                                 "sample size helps; check in a wider dtype")
+                else:
+                    lines.append(f"  the band alone ({low:.3g} to {high:.3g}) is at least the bound on every "
+                                 "statistical scenario: no sample size reaches it; check in a wider dtype, or state "
+                                 "the drift you accept with --max-drift")
             else:
                 lines.append("  To reach the bound: raise --samples, or state a larger --max-detectable-tv")
         if self.rows_at_first_flag is not None:

@@ -21,12 +21,26 @@ default is ``top_k = 50``, so off must be spelled ``top_k=0``), ``top_p = 1.0``,
 :func:`apply_sampling` is the torch form (``impls.processors``: the same processors a pipeline uses).
 :func:`processed_law` is the exact reference: certified softmax of ``logits / T``
 (:mod:`.softmax`, relative error ~2^-120), the masks above decided on exact rationals, then the kept
-entries renormalised exactly.  A decision is refused (:class:`SpecproofInputError`) when its exact
-quantity lies within the float margin ``(V + 3) u`` (relative; ``u`` the unit roundoff of the dtype
-under test: the arithmetic bound of one softmax row and its partial sums, as in :mod:`.tolerances`)
-of its threshold, or when two near-equal tokens straddle the top-p boundary (top-k: when rounding
-``l / T`` could tie the k-th and next logits): there a correct float
-implementation may decide either way, so scenarios keep away from boundaries.
+entries renormalised exactly.  A decision is refused (:class:`SpecproofInputError`) where a correct
+float implementation, processing in a dtype of unit roundoff ``u`` (the ``dtype`` argument: the
+dtype the processing *rounds* in, which may be finer than the logits'), may decide either way, so
+scenarios keep away from boundaries.  The float margin :func:`decision_margin` bounds how far such an
+implementation's probabilities sit from the exact ones, relatively:
+
+* the temperature: ``T`` (or ``1 / T``) and each quotient ``l / T`` round by a relative ``u``, so each
+  logit moves by at most ``delta_T = 2 u / (1 - u) max|l| / T`` (:func:`temperature_shift`; 0 at
+  ``T = 1``, where nothing is divided, and for a filter that reads ``softmax(l)`` before the
+  temperature), each probability by a factor in ``exp(+-2 delta_T)``: relatively at most
+  ``exp(2 delta_T) - 1 <= 4 delta_T`` for ``delta_T <= 1/2``;
+* the softmax and its partial sums, computed on those logits: relatively ``(V + 3) u``
+  (:func:`boundary_margin`, the arithmetic bound of one row as in :mod:`.tolerances`);
+
+composed, ``rho = (1 + (V + 3) u)(1 + 4 delta_T) - 1`` (1, refusing every decision, past
+``delta_T = 1/2``).  Top-p's mass before a token (a sum of shares each within ``rho`` relatively) is
+within ``rho`` of the exact one; min-p's ratio ``p(x) / max p`` within ``2 rho / (1 - rho)`` (two
+relative moves; ratios at most 1); two tokens straddling the top-p boundary swap places only when
+``p_i - p_j <= rho (p_i + p_j)``; rounding ``l / T`` is monotone, so top-k's k-th and next logits can
+only tie, and only when their gap after the temperature is within ``(1 + u) delta_T``.  Each is refused.
 """
 
 from __future__ import annotations
@@ -44,7 +58,8 @@ from specproof.harness.exact.dtypes import dtype_info
 from specproof.harness.exact.softmax import exact_softmax
 from specproof.impls.pipelines.processing import ORDER  # the processing order, defined once
 
-__all__ = ["Sampling", "apply_sampling", "processed_law", "boundary_margin", "ORDER"]
+__all__ = ["Sampling", "apply_sampling", "processed_law", "boundary_margin", "temperature_shift", "shifted_margin",
+           "decision_margin", "ORDER"]
 
 
 def _number(value: Any, argument: str, low: float, high: float, low_open: bool) -> float:
@@ -108,8 +123,31 @@ def apply_sampling(logits: Any, sampling: Sampling) -> Any:
 
 
 def boundary_margin(dtype: str, vocab: int) -> Fraction:
-    """``(V + 3) u``: how close to a threshold a float implementation may decide differently."""
+    """``(V + 3) u``: the relative error of one softmax row and its partial sums computed in ``dtype``."""
     return (vocab + 3) * dtype_info(dtype).unit_roundoff
+
+
+def temperature_shift(dtype: str, largest: Fraction, temperature: Fraction) -> Fraction:
+    """``delta_T = 2 u / (1 - u) max|l| / T`` (module docstring): how far dividing logits of size at most
+    ``largest`` by ``temperature`` in ``dtype`` (unit roundoff ``u``) moves each; 0 at ``T = 1``."""
+    if temperature == 1:
+        return Fraction(0)
+    u = dtype_info(dtype).unit_roundoff
+    return 2 * u / (1 - u) * Fraction(largest) / Fraction(temperature)
+
+
+def shifted_margin(dtype: str, vocab: int, shift: Fraction) -> Fraction:
+    """``rho = (1 + (V + 3) u)(1 + 4 s) - 1``: how far, relatively, a correct implementation's probabilities
+    in ``dtype`` sit from the exact ones when each logit it reads is within ``s`` of the exact one (module
+    docstring); 1 (every decision refused) when ``s > 1/2``, where ``4 s`` no longer bounds ``exp(2 s) - 1``."""
+    if shift > Fraction(1, 2):
+        return Fraction(1)
+    return (1 + boundary_margin(dtype, vocab)) * (1 + 4 * Fraction(shift)) - 1
+
+
+def decision_margin(dtype: str, vocab: int, largest: Fraction, temperature: Fraction) -> Fraction:
+    """:func:`shifted_margin` of the temperature's move :func:`temperature_shift` (module docstring)."""
+    return shifted_margin(dtype, vocab, temperature_shift(dtype, largest, temperature))
 
 
 def _refuse(what: str) -> SpecproofInputError:
@@ -119,19 +157,21 @@ def _refuse(what: str) -> SpecproofInputError:
 
 def processed_law(logits: Sequence[Any], sampling: Sampling, dtype: str = "float32") -> tuple[Fraction, ...]:
     """Exact law of the next token under ``sampling`` (module docstring); zeros are the masked tokens.
-    Memoised on the exact logits (a model pair's reference and its margin check ask for the same rows)."""
+    ``dtype``: the dtype the implementation's processing rounds in (its margins'; the law itself does not
+    depend on it: a margin only refuses a decision, never changes one).  Memoised on the exact logits (a
+    model pair's reference and its margin check ask for the same rows)."""
     return _processed(to_exact(list(logits), "logits"), sampling, dtype)
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _processed(values: tuple[Fraction, ...], sampling: Sampling, dtype: str) -> tuple[Fraction, ...]:
-    vocab = len(values)
+    vocab, largest = len(values), max(abs(v) for v in values)
     laws: dict[Fraction, tuple[list[Fraction], Fraction]] = {}  # temperature -> (softmax, its error bound)
 
     def law(t: Fraction) -> tuple[list[Fraction], Fraction]:
         if t not in laws:
             reference = exact_softmax(values, t)
-            laws[t] = reference.probs.fractions(), boundary_margin(dtype, vocab) + reference.rel_error_bound
+            laws[t] = reference.probs.fractions(), decision_margin(dtype, vocab, largest, t) + reference.rel_error_bound
         return laws[t]
 
     t, keep = Fraction(1), [True] * vocab
@@ -151,14 +191,16 @@ def _processed(values: tuple[Fraction, ...], sampling: Sampling, dtype: str) -> 
 
 def _top_k(values: tuple[Fraction, ...], keep: list[bool], k: int, t: Fraction, dtype: str) -> list[bool]:
     """Rounding ``l / T`` is monotone, so it can only merge the k-th and next logits into a tie (kept):
-    refused when their gap after the temperature is within ``2 u max|l| / T`` (never at ``T = 1``)."""
+    refused when their gap after the temperature is within ``(1 + u) delta_T`` (module docstring; never
+    at ``T = 1``): with ``T`` rounded to ``T'``, the quotients differ by ``gap / T' >= gap / ((1 + u) T)``
+    before their own rounding, which moves each by at most ``u max|l| / T' <= delta_T / 2``."""
     kept = sorted((v for v, on in zip(values, keep) if on), reverse=True)
     if k >= len(kept):
         return keep
     kth = kept[k - 1]
     below = [v for v in kept if v < kth]
-    scale = max(abs(v) for v in values) / t
-    if below and t != 1 and (kth - max(below)) / t <= 2 * dtype_info(dtype).unit_roundoff * scale:
+    shift = temperature_shift(dtype, max(abs(v) for v in values), t)
+    if below and t != 1 and (kth - max(below)) / t <= (1 + dtype_info(dtype).unit_roundoff) * shift:
         raise _refuse(f"top_k={k}: the k-th and next logits differ by less than the rounding of l/T")
     return [on and v >= kth for v, on in zip(values, keep)]
 
@@ -175,7 +217,7 @@ def _top_p(probs: list[Fraction], margin: Fraction, keep: list[bool], top_p_valu
             survivors.add(i)
             nxt = order[rank + 1] if rank + 1 < len(order) else None
             if nxt is not None and before + share >= top_p and probs[nxt] != probs[i] \
-                    and probs[i] - probs[nxt] <= margin * probs[i]:
+                    and probs[i] - probs[nxt] <= margin * (probs[i] + probs[nxt]):
                 raise _refuse(f"top_p={top_p_value:g}: tokens {i} and {nxt} straddle the boundary "
                               "with nearly equal probabilities")
         before += share
@@ -186,6 +228,6 @@ def _min_p(probs: list[Fraction], margin: Fraction, keep: list[bool], min_p_valu
     top = max(p for p, k in zip(probs, keep) if k)
     min_p = to_exact(min_p_value)
     for i, (p, k) in enumerate(zip(probs, keep)):
-        if k and p != top and abs(p / top - min_p) <= 2 * margin:
+        if k and p != top and (margin >= 1 or abs(p / top - min_p) <= 2 * margin / (1 - margin)):
             raise _refuse(f"min_p={min_p_value:g}: token {i}'s ratio to the top is {float(p / top):.6g}")
     return [k and p >= min_p * top for p, k in zip(probs, keep)]

@@ -64,10 +64,13 @@ three forms, each derived, never tuned:
 * rows the verifier computes itself (a pipeline's softmax of the rounded logits, which the exact law
   reads too): no rounded row is given, and the computed row's sum is off from 1 by its own arithmetic,
   the ``u`` of the worst case's ``(V + 3) u`` at the observed ``u_a`` (:func:`computed_rows`): the
-  step is ``g + V g / 2 + (V + 3) u_a``.  Only for roles at least as fine as the logits' dtype
-  (:func:`coarser_than`): narrowing logits of size up to ``L`` moves a probability by a factor up to
-  ``exp(2 L u_a)``, which no ``(V + 3) u_a`` bounds (logits of 20 in bfloat16: 17%), so a pipeline
-  that narrows its logits is held to its dtype's worst case.
+  step is ``g + V g / 2 + (V + 3) u_a``.  Only for arithmetic at least as fine as the logits' dtype
+  (:func:`coarser_than` with the draws' role set aside: a coarser grid is counted by ``g`` itself):
+  narrowing logits of size up to ``L`` moves a probability by a factor up to ``exp(2 L u_a)``, which no
+  ``(V + 3) u_a`` bounds (logits of 20 in bfloat16: 17%), and the probe sees the dtypes of operations,
+  not whether the target's logits or only a drafter's were narrowed, so a pipeline that rounds below
+  its logits' dtype is held to its dtype's worst case.  The exact law's float margins follow the same
+  observed arithmetic (:mod:`.sampling`: a margin only refuses a decision, never changes one).
 
 Assumptions (printed with the verdict): the probe call's dtypes are those of every call (the
 arithmetic does not change dtype with the data), the observed draws are torch's CPU/CUDA generators

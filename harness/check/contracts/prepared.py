@@ -51,6 +51,10 @@ class PreparedScenario(Protocol):
         """One row's inputs and output in words (findings' examples)."""
 
     band_assumptions: tuple[str, ...]  # what band_for's inputs' term assumes (printed with a derived band)
+    # Optional, where the exact law itself depends on the target's arithmetic (generate's float margins):
+    # ``arithmetic``, the dtype it processes in (precision.choose_band sets the observed one with a derived
+    # band), and ``out_of_scope``, why the law cannot be built for the dtype (None when it can): the driver
+    # runs no row of such a scenario and reports it out of scope with that reason.
 
     def band_for(self, precision: Any) -> float | None:
         """The null band derived from an observed :class:`~specproof.harness.exact.tolerances.Precision`

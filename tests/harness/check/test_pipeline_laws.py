@@ -22,6 +22,7 @@ from specproof.harness.check.contracts.generate.families import (pipeline_famili
 from specproof.harness.check.contracts.generate.models import TablePair
 from specproof.harness.check.contracts.generate.scenarios import pipeline_suite, table_pair, with_sampling
 from specproof.harness.exact.convert import to_exact
+from specproof.harness.exact.dtypes import dtype_info
 from specproof.harness.exact.sampling import ORDER, processed_law
 from specproof.harness.exact.softmax import exact_softmax
 from specproof.harness.exact.tolerances import step_tolerance
@@ -207,3 +208,52 @@ def test_a_temperature_is_counted_its_rounding_covers_the_real_quotients(dtype):
         tv = sum(abs(a - b) for a, b in zip(softmax(rounded), softmax(exact))) / 2
         worst = max(worst, to_exact(float(tv)))
     assert 0 < worst <= per_token, (float(worst), float(per_token))
+
+
+def test_the_float_margin_includes_the_temperatures_move():
+    """``rho = (1 + (V + 3) u)(1 + 4 delta_T) - 1``: the softmax's own margin at ``T = 1`` (and for a filter
+    read before the temperature), widened by the temperature's move otherwise, and vacuous past
+    ``delta_T = 1/2``."""
+    from specproof.harness.exact.sampling import boundary_margin, decision_margin, shifted_margin, temperature_shift
+
+    u = dtype_info("float16").unit_roundoff
+    assert shifted_margin("float16", 6, Fraction(0)) == boundary_margin("float16", 6)
+    assert temperature_shift("float16", Fraction(4), Fraction(1)) == 0
+    assert decision_margin("float16", 6, Fraction(4), Fraction(1)) == boundary_margin("float16", 6) == 9 * u
+    shift = temperature_shift("float16", Fraction(4), Fraction(4, 5))
+    assert shift == 2 * u / (1 - u) * 5
+    assert decision_margin("float16", 6, Fraction(4), Fraction(4, 5)) == (1 + 9 * u) * (1 + 4 * shift) - 1
+    assert decision_margin("bfloat16", 6, Fraction(200), Fraction(1, 4)) == 1  # delta_T > 1/2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_float_margin_covers_the_real_processing_of_every_tempered_row(dtype):
+    """On every row of the suite's tempered tables (T0.7, combo), each probability of ``softmax(fl(l / T))``
+    computed in the dtype lies within the margin ``rho`` of the exact ``softmax(l / T)``, relatively."""
+    from specproof.harness.exact.sampling import decision_margin
+
+    dt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    for scenario in (s for s in pipeline_suite() if s.sampling.temperature != 1):
+        t = to_exact(scenario.sampling.temperature)
+        for row in torch.as_tensor(scenario.pair.target).reshape(-1, scenario.pair.vocab).to(dt):
+            values = to_exact(row.tolist(), "row")
+            exact = exact_softmax(values, t).probs.fractions()
+            real = torch.softmax(row / torch.tensor(scenario.sampling.temperature, dtype=dt), -1).tolist()
+            worst = max(abs(to_exact(r) / e - 1) for r, e in zip(real, exact))
+            rho = decision_margin(dtype, len(values), max(abs(v) for v in values), t)
+            assert worst <= rho, (scenario.name, dtype, float(worst), float(rho))
+
+
+def test_the_combo_scenario_is_refused_within_the_temperatures_move_and_built_at_float32():
+    """combo (T = 0.8, top-p 0.9) in float16: a mass before a token 0.0119 from top-p, outside the softmax's
+    margin 9u = 0.0044 but within the temperature's move: a float16 pipeline may decide either way there,
+    so the law is refused at float16's margin (the check runs it out of scope) and built at float32's."""
+    from specproof.harness.exact.sampling import boundary_margin
+
+    combo = next(s for s in pipeline_suite() if s.name == "combo")
+    target, _ = combo.pair.build("float16", "cpu", combo.new_tokens)
+    with pytest.raises(SpecproofInputError, match="top_p=0.9: the mass before token 0 is 0.888") as err:
+        pipeline_law(combo.pair, target, combo.sampling, combo.new_tokens, "float16")
+    assert err.value.argument == "sampling" and Fraction(9, 10) - Fraction(888, 1000) > boundary_margin("float16", 6)
+    law = pipeline_law(combo.pair, target, combo.sampling, combo.new_tokens, "float32")
+    assert all(sum(row) == 1 for row in law.rows.values())

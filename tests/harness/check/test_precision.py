@@ -266,7 +266,93 @@ def test_a_pipeline_narrowing_its_logits_is_held_to_its_dtypes_worst_case():
     options = CheckOptions.build("generate", dtype="float32")
     p = generate_contract.prepare(generate_contract.default_suite(options)[0], options, torch.device("cpu"))
     narrowing = Precision("float32", "bfloat16", Fraction(0))
-    assert p.band_for(narrowing) is None and "narrows below float32" in p.no_band_reason(narrowing)
+    assert p.band_for(narrowing) is None and "rounds in bfloat16, below float32" in p.no_band_reason(narrowing)
+
+
+def test_draws_coarser_than_a_pipelines_dtype_alone_get_the_derived_band():
+    """float32 logits and arithmetic, bfloat16 uniforms: the derived band counts bfloat16's grid (the worst
+    case in float32 would not), so it is used; only coarser arithmetic falls back."""
+    from specproof.harness.check.contracts import generate as generate_contract
+    from specproof.harness.check.contracts.generate.families import pipeline_tolerance
+
+    options = CheckOptions.build("generate", dtype="float32")
+    s = generate_contract.default_suite(options)[0]
+    p = generate_contract.prepare(s, options, torch.device("cpu"))
+    coarse_draws = Precision("bfloat16", "float32", Fraction(0))
+    band = p.band_for(coarse_draws)
+    assert band == float(pipeline_tolerance("float32", p.vocab, p.new_tokens, Fraction(0), coarse_draws))
+    assert band > p.tolerance  # bfloat16's grid: wider than everything in float32
+
+
+def _generate_scenario(name: str):
+    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
+
+    return next(s for s in pipeline_suite() if s.name == name)
+
+
+def test_a_pipelines_law_follows_the_arithmetic_the_probe_observed():
+    """top-p0.75 with bfloat16 logits: the mass before a token sits within bfloat16's margin of 0.75, not
+    within float32's.  Prepared, the scenario is out of scope at its dtype's margin (the reason names the
+    decision); once the probe's float32 arithmetic is set, its law builds, the same law as at float32."""
+    from specproof.harness.check.contracts import generate as generate_contract
+    from specproof.harness.check.contracts.generate.families import pipeline_law
+
+    options = CheckOptions.build("generate", dtype="bfloat16")
+    s = _generate_scenario("top-p0.75")
+    p = generate_contract.prepare(s, options, torch.device("cpu"))
+    assert "top_p=0.75: the mass before token 5" in p.out_of_scope and "processed in bfloat16" in p.out_of_scope
+    with pytest.raises(SpecproofInputError, match="scenario 'top-p0.75'") as err:
+        p.law
+    assert err.value.argument == "sampling"
+    assert not p.has_target_zeros  # injection subjects are chosen on the dtype's margin
+    p.arithmetic = "float32"
+    assert p.out_of_scope is None
+    assert p.law.rows == pipeline_law(s.pair, p.target_model, s.sampling, s.new_tokens, "float32").rows
+
+
+def test_the_upcasting_pipeline_in_bfloat16_judges_every_scenario():
+    """bfloat16 logits processed in float32: the derived band and float32's margins, no scenario out of scope
+    (it exited 2 before: the law was built at bfloat16's margin before the probe ran)."""
+    from specproof.impls.pipelines.variants import upcast_generate
+
+    result = specproof.check(upcast_generate, contract="generate", dtype="bfloat16", samples=1000, inject=False,
+                             seed=3)
+    assert result.band["basis"] == BAND_DERIVED and "rounds in float32" in result.band["detail"]
+    assert not result.out_of_scope() and all(s.rows >= 1000 and s.scope_reason is None for s in result.scenarios)
+    assert not result.findings, result.summary()
+
+
+def test_a_scenario_whose_law_cannot_be_built_is_out_of_scope_with_the_reason():
+    """The user's band assumes nothing of the arithmetic: the margins stay bfloat16's, top-p0.75 runs no row
+    and is reported out of scope with its reason, and the other scenario is judged."""
+    from specproof.impls.pipelines.variants import upcast_generate
+
+    scenarios = [_generate_scenario("top-p0.75"), _generate_scenario("plain-T1")]
+    result = specproof.check(upcast_generate, contract="generate", dtype="bfloat16", scenarios=scenarios,
+                             samples=1000, inject=False, max_drift=0.01, max_detectable_tv=0.2)
+    assert result.band["basis"] == BAND_USER
+    out = {s.name: s for s in result.out_of_scope()}
+    assert list(out) == ["top-p0.75"] and out["top-p0.75"].rows == 0
+    assert "top_p=0.75: the mass before token 5" in out["top-p0.75"].scope_reason
+    assert result.verdict.value != "fail" and next(s for s in result.scenarios if s.name == "plain-T1").rows >= 1000
+    scope = result.scope_line()
+    assert scope.startswith("Scope: 1 of 2 scenarios judged") and "'top-p0.75' (V = 6, no row run)" in scope
+    assert "band is at least" not in scope and scope in result.summary()
+    assert result.as_json()["out_of_scope"] == ["top-p0.75"]
+
+
+def test_a_check_with_every_scenario_out_of_scope_is_underpowered_and_runs_no_row():
+    """The canonical pipeline processes in bfloat16: top-p0.75's law is refused at that margin, and with it
+    the only scenario, the check draws nothing and says why (no sample size helps)."""
+    from specproof.impls.pipelines.canonical import canonical_generate
+
+    result = specproof.check(canonical_generate, contract="generate", dtype="bfloat16",
+                             scenarios=[_generate_scenario("top-p0.75")], samples=500)
+    assert result.verdict.value == "underpowered" and result.rows == 0
+    assert result.scenarios[0].scope_reason and "rounds in bfloat16" in result.band["detail"]
+    text = result.summary()
+    assert "every statistical scenario is out of scope" in text and "raise --samples" not in text
+    assert "not run: the run ended before it (no scenario in scope)" in text
 
 
 @pytest.mark.slow
@@ -281,6 +367,20 @@ def test_no_false_alarm_over_100_seeds_for_the_runtime_style_tree_verifier(dtype
         result = specproof.check(upcast_tree_rrs, contract="tree", dtype=dtype, seed=seed, samples=500, inject=False)
         assert result.band["basis"] == BAND_DERIVED
         assert not result.findings and not result.injection_findings, (seed, result.summary())
+
+
+@pytest.mark.slow
+def test_no_false_alarm_over_100_seeds_for_the_upcasting_pipeline_in_bfloat16():
+    """The upcasting pipeline on bfloat16 logits: its law's margins and its band follow the float32 arithmetic
+    the probe observes, every scenario in scope; 100 seeds of the whole default generate suite at the default
+    depth (about 588,000 rows each, alpha 1e-6) flag nothing and PASS."""
+    from specproof.impls.pipelines.variants import upcast_generate
+
+    for seed in range(100):
+        result = specproof.check(upcast_generate, contract="generate", dtype="bfloat16", seed=seed, inject=False)
+        assert result.band["basis"] == BAND_DERIVED and not result.out_of_scope(), (seed, result.summary())
+        assert not result.findings and not result.injection_findings, (seed, result.summary())
+        assert result.verdict.value == "pass", (seed, result.summary())
 
 
 @pytest.mark.slow

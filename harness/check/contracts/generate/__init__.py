@@ -5,7 +5,7 @@ The signature, the model protocol and the output contract are :mod:`..pipeline_c
 scenarios :func:`..pipeline_scenarios.pipeline_suite` (table models) or
 :func:`..pipeline_transformers.transformers_suite` (``models="transformers"``), each under its own
 sampling setting or under ``sampling`` for all; the exact law of the ``N`` new tokens and its families
-are :mod:`..pipeline_laws`'.  The pipeline chooses its own drafts: a batch is the prompt repeated.
+are :mod:`specproof.proofs.laws.generate`'s.  The pipeline chooses its own drafts: a batch is the prompt repeated.
 Impossible outcome, certain: a token the processed target gives probability 0 at its prefix.  The RNG
 edge injection runs on at most :data:`INJECTION_SCENARIOS` scenarios with such tokens, those tagged
 ``inject`` first (a pass under the dispatch mode costs about ten plain ones), and on the zero-site ladders
@@ -16,7 +16,7 @@ the zero coin met it (:mod:`.sites`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Sequence
 
@@ -35,6 +35,7 @@ from specproof.harness.check.contracts.generate.scenarios import (PipelineScenar
                                                                   zero_site_ladder)
 from specproof.harness.check.contracts.generate.sites import generate_coverage, site_positions, site_reach
 from specproof.harness.exact.tolerances import Precision, coarser_than
+from specproof.proofs.laws.generate import PipelineLaw
 
 __all__ = ["GenerateScenarioPrepared", "default_suite", "prepare", "injection_scenarios", "coverage", "INJECTION_ROWS"]
 
@@ -64,7 +65,22 @@ class PromptBatch:
 
 class GenerateScenarioPrepared:
     """One pipeline scenario prepared for a dtype and a device (:class:`.prepared.PreparedScenario`):
-    its models built, its exact law enumerated."""
+    its models built, its exact law enumerated.
+
+    Float margins.  The exact law refuses a top-k, top-p or min-p decision that a correct implementation
+    may take either way (:func:`~specproof.harness.exact.sampling.processed_law`); how close is "may"
+    depends on the dtype the pipeline *processes* in, not on its logits' dtype: an upcasting pipeline
+    (bfloat16 logits, float32 softmax) decides within float32's margin.  ``arithmetic`` is that dtype:
+    the dtype under test until the precision probe observes the pipeline rounding in nothing coarser
+    (:func:`~specproof.harness.check.precision.choose_band` sets it, with the derived band, under the
+    same assumptions: the probe call's dtypes hold for every call), and the law's margins follow it.
+    A margin only refuses a decision, never changes one, and it shrinks with the unit roundoff: the law
+    built at the dtype's margin (when it builds) is the law at every finer arithmetic, so it is built
+    once here, and again only for a scenario the dtype's margin refuses.  A scenario whose law cannot be
+    built at its arithmetic's margin is *out of scope* for that dtype (:attr:`out_of_scope`, the reason):
+    the driver runs no row of it and reports why, rather than ending the whole check (issue 41, item 4).
+    The injection's subjects are chosen on the dtype's margin (:attr:`has_target_zeros`): the coverage
+    record, prepared without the probe, then chooses the same ones."""
 
     impossible_labels = (ZERO_TOKEN,)
     certainty_probe = False
@@ -75,20 +91,57 @@ class GenerateScenarioPrepared:
         pair, n = scenario.pair, scenario.new_tokens
         self.name, self.vocab, self.k, self.new_tokens = scenario.name, int(pair.vocab), n - 1, n
         self.target_model, self.draft_model = pair.build(dtype, str(device), n)
-        try:
-            self.law = pipeline_law(pair, self.target_model, scenario.sampling, n, dtype)
-        except SpecproofInputError as err:  # name the scenario whose processing sits on a boundary
-            if err.argument != "sampling":
-                raise
-            raise SpecproofInputError("sampling", f"scenario '{self.name}' ({scenario.sampling.describe()}, {dtype}): "
-                                      f"{err.problem}", f"{err.fix}; a narrow dtype widens the float margin: "
-                                      "check in float32") from None
+        self.arithmetic = dtype  # the dtype the pipeline processes in (class docstring); the probe may refine it
+        self._at_dtype = self._build(dtype)  # a PipelineLaw, or why the dtype's margin refuses it
+        self._law, self._tried = self._at_dtype, dtype
         self.edge_labels = scenario.edge_labels  # a zero-site ladder: its zero edges only
-        self.first_zero = self.law.first_zero()
-        self.has_target_zeros = any(x == 0 for row in self.law.rows.values() for x in row)
         extra = pair.extra_tolerance(dtype, n, scenario.sampling)  # e.g. the temperature's rounding
         self.tolerance = float(pipeline_tolerance(dtype, self.vocab, n, extra))
         self.notes: dict[str, str] = {}
+
+    def _build(self, arithmetic: str) -> PipelineLaw | str:
+        """The exact law at ``arithmetic``'s float margins, or why a decision lies within them (any other
+        refusal, too many sequences say, is the caller's error and raised)."""
+        scenario = self.scenario
+        try:
+            return pipeline_law(scenario.pair, self.target_model, scenario.sampling, self.new_tokens, arithmetic)
+        except SpecproofInputError as err:
+            if err.argument != "sampling":
+                raise
+            return (f"its exact law cannot be built ({scenario.sampling.describe()}, logits in {self.dtype}, "
+                    f"processed in {arithmetic}): {err.problem}")
+
+    def _found(self) -> PipelineLaw | str:
+        if isinstance(self._law, str) and self._tried != self.arithmetic:
+            self._law, self._tried = self._build(self.arithmetic), self.arithmetic
+        return self._law
+
+    @property
+    def out_of_scope(self) -> str | None:
+        """Why no row of this scenario is judged for its dtype (class docstring); None when its law builds."""
+        found = self._found()
+        return found if isinstance(found, str) else None
+
+    @property
+    def law(self) -> PipelineLaw:
+        """The exact law at the margins of :attr:`arithmetic` (raises where :attr:`out_of_scope`)."""
+        found = self._found()
+        if isinstance(found, str):
+            raise SpecproofInputError("sampling", f"scenario '{self.name}': {found}",
+                                      "move the threshold away from the boundary (or use other logits); a narrow "
+                                      "dtype widens the float margin: check in float32")
+        return found
+
+    @cached_property
+    def first_zero(self) -> np.ndarray:
+        return self.law.first_zero()
+
+    @property
+    def has_target_zeros(self) -> bool:
+        """Whether the law at the dtype's margin gives some token probability 0 (False where that margin
+        refuses it: the injection's subjects are chosen on it, class docstring)."""
+        law = self._at_dtype
+        return not isinstance(law, str) and any(x == 0 for row in law.rows.values() for x in row)
 
     @cached_property
     def families(self) -> list[Any]:
@@ -98,17 +151,22 @@ class GenerateScenarioPrepared:
 
     def band_for(self, precision: Precision) -> float | None:
         """The null band for an observed precision (:func:`.laws.pipeline_tolerance`, rows computed by the
-        pipeline itself), plus the model pair's own term; None when a role is coarser than the dtype
-        (:meth:`no_band_reason`)."""
-        if coarser_than(self.dtype, precision):
+        pipeline itself), plus the model pair's own term; None when its arithmetic is coarser than the dtype
+        (:meth:`no_band_reason`).  Draws coarser than the dtype alone (float32 logits, bfloat16 uniforms) get
+        the derived band: its grid term is the coarsest observed grid, whatever the dtype."""
+        if coarser_than(self.dtype, replace(precision, uniforms=self.dtype)):
             return None
         pair, n = self.scenario.pair, self.new_tokens
         extra = pair.extra_tolerance(self.dtype, n, self.scenario.sampling, precision.arithmetic)
         return float(pipeline_tolerance(self.dtype, self.vocab, n, extra, precision))
 
     def no_band_reason(self, precision: Precision) -> str:
-        return (f"the pipeline narrows below {self.dtype} and the softmax bound does not cover a narrowed logit "
-                "(its error grows with the logit's size; exact/tolerances)")
+        """Why a pipeline rounding below its dtype gets no derived band: the probe sees the dtypes of its ops,
+        not which logits they carry, so a narrowed drafter (harmless to a lossless pipeline) and a narrowed
+        target (whose softmax error grows with the logit's size, beyond any ``(V + 3) u``) look alike."""
+        return (f"the pipeline rounds in {precision.arithmetic}, below {self.dtype}: the probe cannot tell a narrowed "
+                "drafter from a narrowed target, and the softmax bound does not cover a narrowed target logit (its "
+                "error grows with the logit's size; exact/tolerances)")
 
     def sample(self, rows: int, generator: torch.Generator) -> PromptBatch:
         return PromptBatch(rows)

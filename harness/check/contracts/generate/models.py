@@ -25,7 +25,7 @@ from specproof.harness.check.calls import ContractViolation
 from specproof.harness.check.contracts.generate.signature import MAX_DRAFT, record_violation
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.dtypes import dtype_info, torch_dtype
-from specproof.harness.exact.sampling import Sampling
+from specproof.harness.exact.sampling import Sampling, temperature_shift
 
 __all__ = ["TableModel", "TablePair"]
 
@@ -119,18 +119,16 @@ class TablePair:
     def extra_tolerance(self, dtype: str, new_tokens: int, sampling: Sampling | None = None,
                         arithmetic: str | None = None) -> Fraction:
         """``2 N delta_T``: the lookups are exact (the pipeline reads the reference's own values), but a
-        temperature ``T != 1`` is applied in the pipeline's arithmetic (``arithmetic``, default ``dtype``,
-        unit roundoff ``u``): ``T`` (or ``1 / T``) and the quotient each round by a relative ``u``, so each
-        logit moves by at most ``delta_T = 2 u / (1 - u) max|l| / T`` (``max|l|`` of the table rounded
-        to ``dtype``: at most ``(1 + u_dtype)`` times the float64 one), each kept probability by a factor
-        in ``exp(+-2 delta_T)``, one token's law by at most ``2 delta_T`` in total variation and ``N``
-        tokens by ``2 N delta_T``, provided the masks do not change.  That proviso holds for top-k (the
-        reference refuses a k-th gap within the rounding of ``l / T``) but is not checked for a top-p or
-        min-p threshold: the reference's float margin ``(V + 3) u`` does not include the relative move
-        ``~4 delta_T`` of the masses.  0 at ``T = 1``: no division."""
-        if sampling is None or to_exact(sampling.temperature) == 1:
+        temperature ``T != 1`` is applied in the pipeline's arithmetic (``arithmetic``, default ``dtype``):
+        each logit moves by at most ``delta_T`` (:func:`~specproof.harness.exact.sampling.temperature_shift`,
+        ``max|l|`` of the table rounded to ``dtype``: at most ``(1 + u_dtype)`` times the float64 one), each
+        kept probability by a factor in ``exp(+-2 delta_T)``, one token's law by at most ``2 delta_T`` in
+        total variation and ``N`` tokens by ``2 N delta_T``, provided the masks do not change.  They do not:
+        the exact reference (:func:`~specproof.harness.exact.sampling.processed_law`, at the same
+        arithmetic) refuses every top-k, top-p and min-p decision within the float margin that includes
+        this move (:func:`~specproof.harness.exact.sampling.decision_margin`).  0 at ``T = 1``: no division."""
+        if sampling is None:
             return Fraction(0)
-        u = dtype_info(arithmetic or dtype).unit_roundoff
         largest = to_exact(float(np.abs(self.target).max())) * (1 + dtype_info(dtype).unit_roundoff)
-        shift = 2 * u / (1 - u) * largest / to_exact(sampling.temperature)
+        shift = temperature_shift(arithmetic or dtype, largest, to_exact(sampling.temperature))
         return min(Fraction(1), 2 * new_tokens * shift)

@@ -21,7 +21,7 @@
 * Returns exactly ``N`` new tokens per row (the prompt excluded): ``[B, N]`` int64, ids in ``[0, V)``.
 
 The reference: the ``N`` tokens must follow the target's processed law, token by token,
-``P(s) = prod_j apply_sampling(target(prompt + s_<j))[s_j]``, computed exactly (:mod:`.pipeline_laws`).
+``P(s) = prod_j apply_sampling(target(prompt + s_<j))[s_j]``, computed exactly (:mod:`specproof.proofs.laws.generate`).
 
 Violations (a usage error, exit 2, with the fix named): wrong shape, dtype or ids of the output, an
 exception, a call past the time limit, and a model called with a wrong shape, dtype, length or ids.  A
@@ -65,7 +65,7 @@ class ModelPair(Protocol):
     next-token logits after ``prompt + prefix`` for each prefix, as the built model computes them in
     the dtype under test (a float tensor ``[n, V]`` or rows of exact values): converted exactly by the
     harness.  ``extra_tolerance(dtype, new_tokens, sampling, arithmetic)``: total variation a correct
-    pipeline may add beyond the softmax and verification arithmetic of :mod:`.laws`'s tolerance, under
+    pipeline may add beyond the softmax and verification arithmetic of :func:`.families.pipeline_tolerance`, under
     ``sampling`` with its arithmetic rounding at ``arithmetic`` (tables: the temperature's rounding, 0 at
     ``T = 1``; transformers: that and cached vs uncached forwards), derived, never tuned."""
 

@@ -47,7 +47,7 @@ from specproof.harness.check.contracts.generate.signature import MAX_DRAFT
 from specproof.harness.check.contracts.generate.transformers.bound import logit_error_bound
 from specproof.harness.exact.convert import to_exact
 from specproof.harness.exact.dtypes import dtype_info, dtype_name, torch_dtype
-from specproof.harness.exact.sampling import Sampling, boundary_margin
+from specproof.harness.exact.sampling import Sampling, shifted_margin
 from specproof.harness.exact.softmax import exact_softmax
 
 __all__ = ["TransformersPair", "transformers_suite", "DEFAULT_NEW_TOKENS", "tiny_llama", "check_margins",
@@ -108,14 +108,14 @@ def tiny_llama(vocab: int, max_length: int, seed: int, dtype: str = "float32", d
 
 def check_margins(logits: Any, sampling: Sampling, delta: Fraction, dtype: str) -> None:
     """Refuse (``SpecproofInputError``) when a logit shift of ``delta`` (after temperature: ``delta_T``)
-    plus the float margin of :func:`~specproof.harness.exact.sampling.boundary_margin` could change a
+    plus the float margin (:func:`~specproof.harness.exact.sampling.shifted_margin`) could change a
     top-k, top-p or min-p decision on this row of logits; then the cached and uncached laws have the
     same support and the ratio bound of the module docstring holds."""
     values = to_exact(list(logits), "logits")
     vocab = len(values)
     t = to_exact(sampling.temperature)
     shift = _scaled_shift(values, t, delta, dtype)
-    rho = 4 * shift + boundary_margin(dtype, vocab)  # exp(2 s) - 1 <= 4 s for s <= 1/2: relative moves
+    rho = shifted_margin(dtype, vocab, shift)  # relative moves of the probabilities
 
     def refuse(what: str) -> SpecproofInputError:
         return SpecproofInputError("sampling", f"{what}, within the cached-vs-uncached logit bound {float(delta):.3g}",
