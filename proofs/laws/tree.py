@@ -160,18 +160,36 @@ def _sibling_draws(prefix: tuple[int, ...], m: int, row: RowFn) -> Iterator[tupl
     yield from extend((), Fraction(1), ())
 
 
-@lru_cache(maxsize=1 << 14)
+_ZERO, _ONE = Fraction(0), Fraction(1)
+
+
 def _subtract(r: Law, w: Law, fallback: Law) -> Law:
-    """``norm(max(0, r - w))``, ``fallback`` when it has no positive entry (cached: i.i.d. siblings share
-    their rows, so the walk meets the same residuals over and over)."""
-    rest = tuple(max(Fraction(0), a - b) for a, b in zip(r, w))
-    mass = sum(rest, Fraction(0))
+    """``norm(max(0, r - w))``, ``fallback`` when it has no positive entry."""
+    rest = tuple(max(_ZERO, a - b) for a, b in zip(r, w))
+    mass = sum(rest, _ZERO)
     return tuple(x / mass for x in rest) if mass else fallback
+
+
+class _Residuals:
+    """:func:`_subtract` memoised on the identity of its rows, for one law: the walk meets the same row
+    objects over and over (a realisation's rows and the residuals made here are cached tuples; i.i.d.
+    siblings share theirs), and hashing or comparing tuples of Fractions costs more than the subtraction
+    it saves.  Each entry keeps its rows alive, so an identity is never reused for another row."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, int, int], tuple[Law, Law, Law, Law]] = {}
+
+    def __call__(self, r: Law, w: Law, fallback: Law) -> Law:
+        key = (id(r), id(w), id(fallback))
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.memo[key] = (r, w, fallback, _subtract(r, w, fallback))
+        return hit[3]
 
 
 def _add(out: dict, seq: tuple[int, ...], w: Fraction) -> None:
     if w:
-        out[seq] = out.get(seq, Fraction(0)) + w
+        out[seq] = out.get(seq, _ZERO) + w
 
 
 @dataclass(frozen=True)
@@ -185,9 +203,11 @@ class GivenRows:
 
 def _draw(out: dict, prefix: tuple[int, ...], reach: Fraction, r: Law) -> None:
     """The final token drawn from ``r`` normalised (a no-op on a normalised row)."""
-    total = sum(r, Fraction(0))
-    for t, v in enumerate(r):
-        _add(out, prefix + (t,), reach * v / total)
+    scale = reach / sum(r, _ZERO)  # reach * v / total, one division per row
+    if scale:
+        for t, v in enumerate(r):
+            if v:
+                out[prefix + (t,)] = out.get(prefix + (t,), _ZERO) + scale * v
 
 
 def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn, given: GivenRows | None = None) -> SequenceLaw:
@@ -197,6 +217,7 @@ def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn, given: Given
         raise SpecproofInputError("pair", f"has k = {pair.k}, the tree has depth {tree.depth}",
                                   "build the pair with k = the tree's depth")
     target = given.target if given is not None else (lambda prefix: pair.target[prefix])
+    subtract = _Residuals()
 
     @lru_cache(maxsize=None)
     def walk(prefix: tuple[int, ...], node: int) -> tuple[tuple[tuple[int, ...], Fraction], ...]:
@@ -204,28 +225,28 @@ def tree_law(pair: ToyPair, tree: Tree, rule: TreeRule, row: RowFn, given: Given
         p = target(prefix)
         out: dict[tuple[int, ...], Fraction] = {}
         if not kids:
-            _draw(out, prefix, Fraction(1), p)
+            _draw(out, prefix, _ONE, p)
             return tuple(out.items())
         order = range(len(kids)) if rule.order == "index" else range(len(kids) - 1, -1, -1)
         moves: dict[tuple[int, int], Fraction] = {}  # (sibling, token) -> probability the walk moves there
         for tokens, weight, rows in _sibling_draws(prefix, len(kids), row):
             read = rows if given is None else tuple(given.row(prefix, tokens[:j], j) for j in range(len(kids)))
-            r, reach, tried = p, weight, Fraction(0)  # tried: the target-only walk's mass M of distinct tokens
+            r, reach, tried = p, weight, _ZERO  # tried: the target-only walk's mass M of distinct tokens
             for i in order:
                 y = tokens[i]
                 if rule.rows == "onehot":
                     fresh = r[y] > 0  # r: p with the tried tokens zeroed
-                    accept = min(Fraction(1), r[y] / (1 - tried)) if fresh and tried < 1 else Fraction(int(fresh))
+                    accept = min(_ONE, r[y] / (1 - tried)) if fresh and tried < 1 else (_ONE if fresh else _ZERO)
                 else:
                     w = read[i] if rule.rows == "own" else read[0]
-                    accept = min(Fraction(1), r[y] / w[y]) if w[y] else Fraction(0)
+                    accept = min(_ONE, r[y] / w[y]) if w[y] else _ZERO
                 _add(moves, (i, y), reach * accept)
                 reach *= 1 - accept
                 if rule.rows == "onehot":
                     tried += r[y]
-                    r = tuple(Fraction(0) if t == y else x for t, x in enumerate(r))
+                    r = tuple(_ZERO if t == y else x for t, x in enumerate(r))
                 elif rule.residual == "subtract":
-                    r = _subtract(r, w, p)
+                    r = subtract(r, w, p)
             _draw(out, prefix, reach, r if any(r) else p)  # every token tried: the correction falls back to p
         for (i, y), m in moves.items():
             for seq, v in walk(prefix + (y,), kids[i]):
