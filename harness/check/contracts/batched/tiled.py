@@ -171,5 +171,6 @@ def tiled_scenario(vocab: int, seed: int = 108) -> Any:
     return Scenario(f"tiled V{vocab} K1",
                     f"peaked sparse target and draft at V={vocab} (hub token {hub}, the draft 2^-6 short of the "
                     "target there): mass at tile edges of every block 2^10..2^16, above 2^15 and 2^16, in the last "
-                    f"partial tile, and a residual tail of {len(tail)} tokens in six tiles; the bonus row's hub at token 0",
+                    f"partial tile, and a residual tail of {len(tail)} tokens in six tiles; the bonus row's hub "
+                    "at token 0",
                     target, draft, ("large", TILED_TAG, "position-dependent"))
