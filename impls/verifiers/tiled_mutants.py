@@ -11,8 +11,10 @@ support).  Check them at a runtime's vocabulary (``specproof check ... --vocab 1
 * :func:`tiled_top1024_residual` - the residual sampled among its 1,024 largest entries only;
 * :func:`tiled_int16_ids` - draft ids narrowed to int16 when reading ``p(x)`` and ``q(x)``: an id of
   32,768 or more wraps negative and reads the row before;
-* :func:`tiled_float16_cumsum` - the inverse CDF's scans in float16: past a running sum near 1/2,
-  entries below 2^-12 add nothing and are never drawn;
+* :func:`tiled_float16_cumsum` - the inverse CDF's scans in float16: past a running sum of ``2^e``,
+  entries below ``2^(e - 11)`` add nothing and are never drawn.  The check sees it round in float16, so
+  its band is float16's (vacuous over thousands of tokens: UNDERPOWERED, naming the band); it FAILs
+  once the drift a float32 kernel is held to is stated (``--max-drift``);
 * :func:`tiled_reused_keys` - the race's exponential keys drawn for the first tile and reused for
   every tile: tokens at the same offset of different tiles compete with the same key, so the one in
   the lower tile wins every tie of weights.

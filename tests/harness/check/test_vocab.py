@@ -58,9 +58,9 @@ def test_tiled_scenario_places_mass_in_tiles_above_2_15_2_16_and_the_last_partia
     for block in (1024, 4096, 65536):
         tiles = {int(i) // block for i in ids}
         assert len(tiles) >= 3 or block * 3 > vocab  # several tiles of every block
-    assert (p == 0).mean() > 0.9  # sparse: zeros between
+    assert (p > 0).sum() < 6144 + 256  # sparse: the tail's 6,144 tokens and the anchors, whatever V
     residual = np.maximum(p - q, 0)
-    assert (residual > 0).sum() > 1024  # more residual entries than a top-1,024 keeps
+    assert (residual > 0).sum() > 6 * 1024  # six times the residual entries a top-1,024 keeps
 
 
 def test_position_family_is_exact_and_budgeted():
