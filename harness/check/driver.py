@@ -30,9 +30,10 @@ pass and, without a ``time_budget``, at least the rows that keep every acceptanc
 :data:`.coverage.COVERAGE_AIM`, so that a loaded machine does not thin the coverage), and a
 ``time_budget`` sets quotas from the clock, so two runs may differ there.  Under a ``time_budget``
 the interlude also ends within its share (:class:`.calls.Deadline`): the pair shrinks to fit (to
-``REPRODUCIBILITY_MIN_ROWS`` rows at least), and a pass that would end past the share is skipped and listed (the injection's verdict is then ``incomplete``), so the whole check ends near the
-budget.  The interlude's rows are its own and its findings certain, so the order changes no false-alarm
-bound; it also runs when a Ray shard fails for good.
+``REPRODUCIBILITY_MIN_ROWS`` rows at least), and a pass that would end past the share is skipped and
+listed (the injection's verdict is then ``incomplete``), so the whole check ends near the budget.  The
+interlude's rows are its own and its findings certain, so the order changes no false-alarm bound; it also
+runs when a Ray shard fails for good.
 
 Depth.  ``level="default"`` gives each scenario the rows its hardest event needs for a detectable TV of
 ``0.9 * max_detectable_tv``; ``"thorough"`` a quarter of it with at least 200,000 rows per scenario;
