@@ -23,7 +23,6 @@ AOT-autograd's runtime wrappers, Triton's ``JITFunction``.
 
 from __future__ import annotations
 
-
 import os
 import sys
 from dataclasses import dataclass, field
