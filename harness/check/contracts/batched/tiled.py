@@ -55,7 +55,6 @@ first-tile normaliser 193-386 / 165-300; on seed 0, int16 ids 16 / 16, a tile-lo
 
 :func:`..vocab.vocab_sizes` validates the sizes a user asks for (``--vocab``)."""
 
-
 from __future__ import annotations
 
 from typing import Any
