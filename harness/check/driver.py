@@ -13,7 +13,7 @@ convention), and then, the same way for every contract:
 3. reproducibility: one batch of the first statistical scenario twice, with same-seeded generators
    (in a certainty probe every acceptance is decided, so a global-RNG draw would change nothing there);
    outputs that differ are a finding;
-4. RNG edge injection (CPU; :mod:`.injection`) on the contract's injection scenarios: a known fraction
+4. RNG edge injection (CPU; :mod:`.intercept.injection`) on the contract's injection scenarios: a known fraction
    of the target's random draws replaced by values the real generator produces at its edges; a
    probability-0 emission or a broken contract under them is a certain, reproducible finding.
 
@@ -60,9 +60,9 @@ from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.diagnosis import FailingCall
 from specproof.harness.check.replay import rerun_line, target_name
 from specproof.harness.check.stats.engine import EngineRun, RowBatch, run_streams, verdict_for
-from specproof.harness.check.injection import InjectionResult, run_injection, scenario_passes
+from specproof.harness.check.intercept.injection import InjectionResult, run_injection, scenario_passes
 from specproof.harness.check.options import MIN_ROWS, CheckOptions
-from specproof.harness.check.precision import choose_band
+from specproof.harness.check.intercept.precision import choose_band
 from specproof.harness.check.scale.ray_engine import ShardFailure
 from specproof.harness.check.result import CheckResult, Finding, ScenarioReport, Verdict, interlude_note
 from specproof.harness.check.seeding import call_seed, generator, pair_seed, stream_seed
@@ -85,7 +85,7 @@ def check(target: Callable[..., Any], contract: str = "batched", *, in_process: 
     """Check ``target`` against the exact reference under ``contract`` (``"batched"``, ``"tree"`` or
     ``"generate"``; module docstring).  ``options`` are :class:`.options.CheckOptions`' fields: ``dtype``,
     ``device``, ``seed``, ``samples`` | ``budget`` | ``time_budget`` | ``level``, ``max_detectable_tv``,
-    ``max_drift`` (the null band in TV; default derived, :mod:`.precision`), ``alpha``, ``timeout``, ``fail_fast``,
+    ``max_drift`` (the null band in TV; default derived, :mod:`.intercept.precision`), ``alpha``, ``timeout``, ``fail_fast``,
     ``inject``, ``progress``, ``scenarios``, and the contract's own
     (batched ``rule``; tree ``siblings``; generate ``models``, ``sampling``, ``new_tokens``).
 

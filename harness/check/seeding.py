@@ -36,7 +36,7 @@ def pair_seed(seed: int, offset: int = 0) -> int:
 
 def probe_seed(seed: int, number: int) -> int:
     """Inputs and target generator of the precision probe's call on scenario ``number``
-    (:mod:`.precision`; the global RNG is restored after it)."""
+    (:mod:`.intercept.precision`; the global RNG is restored after it)."""
     return pair_seed(seed) + 1 + number
 
 

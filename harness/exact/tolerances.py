@@ -25,7 +25,7 @@ is subadditive under composition, so ``tau_round = (K + 1) tau_step``, capped at
 dtype cannot certify anything at that size, and reports say so).
 
 That is the *worst case*: every uniform drawn, and every sum, ratio and normalisation rounded, in the
-inputs' dtype.  A verifier whose arithmetic was observed (:mod:`specproof.harness.check.precision`)
+inputs' dtype.  A verifier whose arithmetic was observed (:mod:`specproof.harness.check.intercept.precision`)
 gets the same derivation with each role's own precision (:class:`Precision`, :func:`step_tolerance`
 with ``precision=``):
 

@@ -52,10 +52,10 @@ def rows_for_aim(per_row: Sequence[Fraction | float], aim: float = COVERAGE_AIM)
 
 
 def injected_rows(injection: Any) -> tuple[Fraction, dict[str, int]]:
-    """``(f, rows per pass per scenario name)`` of a run's :class:`..injection.InjectionResult` (None: not
+    """``(f, rows per pass per scenario name)`` of a run's :class:`..intercept.injection.InjectionResult` (None: not
     run, no rows); a scenario whose passes were skipped by the deadline has no rows."""
     if injection is None:
-        from specproof.harness.check.injection import DEFAULT_FRACTION
+        from specproof.harness.check.intercept.injection import DEFAULT_FRACTION
 
         return DEFAULT_FRACTION, {}
     skipped = {entry.split(":")[0] for entry in injection.not_run}

@@ -13,7 +13,7 @@ from specproof.harness import (ContractViolation, Scenario, VerifierError, asser
 from specproof.harness.check.contracts.batched import INJECTION_ROWS, zero_target_scenarios
 from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, injection_passes
 from specproof.harness.check.result import Verdict
-from specproof.harness.check.precision import PROBE_ROWS
+from specproof.harness.check.intercept.precision import PROBE_ROWS
 from specproof.harness.check.stats.statistics import bernoulli_kl, rejection_threshold
 from specproof.impls import get, implementations
 from specproof.errors import SpecproofInputError

@@ -9,7 +9,7 @@ import textwrap
 
 import torch
 
-from specproof.harness.check.dispatch import DispatchMode, _disabled_once_dynamo_loads
+from specproof.harness.check.intercept.dispatch import DispatchMode, _disabled_once_dynamo_loads
 
 
 def _fresh(code: str) -> str:
@@ -21,8 +21,8 @@ def _fresh(code: str) -> str:
 def test_probing_and_injecting_a_verifier_does_not_import_dynamo():
     out = _fresh("""
         import sys, torch
-        from specproof.harness.check.precision import observe
-        from specproof.harness.check.injection import EdgeInjection
+        from specproof.harness.check.intercept.precision import observe
+        from specproof.harness.check.intercept.injection import EdgeInjection
         seen, _ = observe(lambda: torch.rand(4).half() * 3)
         mode = EdgeInjection()
         with mode:
@@ -35,7 +35,7 @@ def test_probing_and_injecting_a_verifier_does_not_import_dynamo():
 def test_once_dynamo_is_loaded_the_dispatch_runs_dynamo_disabled():
     out = _fresh("""
         import torch, torch._dynamo
-        from specproof.harness.check.dispatch import DispatchMode
+        from specproof.harness.check.intercept.dispatch import DispatchMode
         calls = []
         class Count(DispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -18,7 +18,7 @@ from specproof.harness.check.contracts.generate.scenarios import (ZERO_SITE, Pip
                                                                   with_sampling, zero_site_ladder)
 from specproof.harness.check.contracts.generate.sites import generate_coverage, site_reach
 from specproof.harness.check.driver import check, injection_passes
-from specproof.harness.check.injection import inject_check, scenario_passes
+from specproof.harness.check.intercept.injection import inject_check, scenario_passes
 from specproof.harness.check.options import CheckOptions
 from specproof.harness.check.result import Verdict
 from specproof.impls.kernels.acceptance import accept_ratio

@@ -1,4 +1,4 @@
-"""The observed-precision band (harness/check/precision.py, exact/tolerances.py), the user's band, scope
+"""The observed-precision band (harness/check/intercept/precision.py, exact/tolerances.py), the user's band, scope
 per scenario, and the drift figure's confidence sequence (stats/eprocess.confidence_radius)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import specproof
 from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.batched import BatchedScenario, scenario_suite
 from specproof.harness.check.options import CheckOptions
-from specproof.harness.check.precision import PrecisionProbe, observe
+from specproof.harness.check.intercept.precision import PrecisionProbe, observe
 from specproof.harness.check.seeding import generator
 from specproof.harness.check.stats.eprocess import confidence_radius
 from specproof.harness.exact.dtypes import DTYPE_NAMES, dtype_info
@@ -404,7 +404,7 @@ def test_the_probe_gives_a_running_cprofile_back():
     import cProfile
     import sys
 
-    from specproof.harness.check.precision import observe
+    from specproof.harness.check.intercept.precision import observe
 
     profiler = cProfile.Profile()
     profiler.enable()

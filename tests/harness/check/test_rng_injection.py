@@ -14,7 +14,7 @@ from specproof.errors import SpecproofInputError
 from specproof.harness.drift.grid import measure_grid, uniform_grid
 from specproof.harness.exact.rng_edges import EDGE_LABELS, edge_values, exponential_value
 from specproof.harness.check.contracts.batched import zero_target_scenarios
-from specproof.harness.check.injection import EdgeInjection, inject_check
+from specproof.harness.check.intercept.injection import EdgeInjection, inject_check
 from specproof.harness.check.contracts.batched.scenarios import Scenario
 from specproof.impls.kernels.rounds import assemble_emitted, drafted_probs, leading_accepts
 from specproof.impls.kernels.acceptance import accept_log, accept_product, accept_ratio
@@ -248,7 +248,7 @@ def test_rate_bound_is_a_rigorous_upper_bound_on_the_exact_rate():
 def test_each_device_injects_its_own_generators_edges():
     """CPU exponential draws have a zero edge; CUDA's (curand, clamped) never return 0, so that pass does
     not exist there; a device without an edge model is refused, naming the argument."""
-    from specproof.harness.check.injection import _edge
+    from specproof.harness.check.intercept.injection import _edge
 
     assert _edge(torch.device("cpu"), "exponential", "float32", "zero").value == 0
     assert _edge(torch.device("cuda"), "exponential", "float32", "zero") is None

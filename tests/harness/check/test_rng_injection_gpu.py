@@ -5,7 +5,7 @@ import pytest
 
 import specproof.impls as impls
 from specproof.harness.exact.edge_models import edge_model
-from specproof.harness.check.injection import inject_check
+from specproof.harness.check.intercept.injection import inject_check
 
 pytestmark = pytest.mark.gpu
 

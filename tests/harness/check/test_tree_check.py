@@ -22,7 +22,7 @@ from specproof.harness.check.contracts import tree as tree_contract
 from specproof.harness.check.contracts.prepared import ZERO_TOKEN
 from specproof.harness.check.driver import REPRODUCIBILITY_ROWS, Stream, injection_passes
 from specproof.harness.check.options import CheckOptions
-from specproof.harness.check.precision import PROBE_ROWS
+from specproof.harness.check.intercept.precision import PROBE_ROWS
 from specproof.impls.verifiers.tree_mutants import (tree_accept_ties, tree_iid_assumed, tree_keep_tried,
                                                     tree_reversed_siblings)
 from specproof.impls.verifiers.tree_rrs import tree_rrs, tree_target_only

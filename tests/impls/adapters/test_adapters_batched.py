@@ -12,7 +12,7 @@ import torch
 
 from specproof.harness import default_suite
 from specproof.harness.check.contracts.batched import zero_target_scenarios
-from specproof.harness.check.injection import inject_check
+from specproof.harness.check.intercept.injection import inject_check
 from specproof.harness.check.driver import check
 from specproof.impls.adapters import get_adapter
 from specproof.impls.runtime_layouts import flashinfer, transformers, vllm_v0, vllm_v1

@@ -156,7 +156,7 @@ def zero_target_scenarios(dtype: str = "float32") -> list[Scenario]:
 
 def coverage(suite: Sequence[Scenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
     """The acceptance-site coverage of a batched check (:func:`.sites.batched_coverage`); ``injection``:
-    the run's :class:`..injection.InjectionResult` (None: not run)."""
+    the run's :class:`..intercept.injection.InjectionResult` (None: not run)."""
     from specproof.harness.check.contracts.batched.sites import batched_coverage
     from specproof.harness.check.contracts.coverage import injected_rows
 

@@ -72,7 +72,7 @@ class GenerateScenarioPrepared:
     depends on the dtype the pipeline *processes* in, not on its logits' dtype: an upcasting pipeline
     (bfloat16 logits, float32 softmax) decides within float32's margin.  ``arithmetic`` is that dtype:
     the dtype under test until the precision probe observes the pipeline rounding in nothing coarser
-    (:func:`~specproof.harness.check.precision.choose_band` sets it, with the derived band, under the
+    (:func:`~specproof.harness.check.intercept.precision.choose_band` sets it, with the derived band, under the
     same assumptions: the probe call's dtypes hold for every call), and the law's margins follow it.
     A margin only refuses a decision, never changes one, and it shrinks with the unit roundoff: the law
     built at the dtype's margin (when it builds) is the law at every finer arithmetic, so it is built
@@ -216,7 +216,7 @@ def injection_scenarios(prepared: Sequence[GenerateScenarioPrepared], options: A
 
 def coverage(suite: Sequence[PipelineScenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
     """The acceptance-site coverage of a generate check (:func:`.sites.generate_coverage`); ``injection``: the
-    run's :class:`..injection.InjectionResult` (None: not run)."""
+    run's :class:`..intercept.injection.InjectionResult` (None: not run)."""
     fraction, injected = injected_rows(injection)
     cpu = torch.device("cpu")  # exact laws: the device does not matter
     tables = [prepare(s, options, cpu) for s in suite if isinstance(s.pair, TablePair)]

@@ -43,7 +43,7 @@ GRID = 64
 @dataclass(frozen=True)
 class PipelineScenario:
     """A model pair, a sampling setting and the number of new tokens ``N``; ``edge_labels``: the only RNG
-    edges the injection tries on it (None: all; :mod:`specproof.harness.check.injection`)."""
+    edges the injection tries on it (None: all; :mod:`specproof.harness.check.intercept.injection`)."""
 
     name: str
     pair: ModelPair

@@ -47,7 +47,7 @@ def default_suite(options: Any) -> list[TreeScenario]:
 
 def coverage(suite: Sequence[TreeScenario], options: Any, injection: Any, probe_rows: dict[str, int]) -> Any:
     """The acceptance-site coverage of a tree check (:func:`.ladders.tree_coverage`); ``injection``: the
-    run's :class:`..injection.InjectionResult` (None: not run)."""
+    run's :class:`..intercept.injection.InjectionResult` (None: not run)."""
     from specproof.harness.check.contracts.coverage import injected_rows
 
     fraction, injected = injected_rows(injection)

@@ -49,7 +49,7 @@ import torch
 
 from specproof.errors import SpecproofInputError
 
-from specproof.harness.check.dispatch import DispatchMode
+from specproof.harness.check.intercept.dispatch import DispatchMode
 from specproof.harness.check.calls import Caller, ContractViolation, Deadline, VerifierError, resolve_device
 from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.seeding import SEED_LIMIT, generator, injection_seed
@@ -455,7 +455,7 @@ def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype
                   deadline: Deadline | None = None) -> InjectionResult:
     """The RNG edge injection on prepared scenarios of any contract (module docstring).
 
-    Per scenario (inputs, target generator and global RNG seeded :func:`.seeding.injection_seed`): one
+    Per scenario (inputs, target generator and global RNG seeded :func:`..seeding.injection_seed`): one
     baseline pass (records the draws), then per injectable kind seen and per edge label (those of the
     scenario's ``edge_labels`` where it declares them) one pass injecting that edge into ``fraction`` of
     the entries; a pass that fails is run again and must give

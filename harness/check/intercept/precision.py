@@ -31,8 +31,8 @@ from typing import Any, Sequence
 
 import torch
 
-from specproof.harness.check.dispatch import DispatchMode
-from specproof.harness.check.injection import _EXPONENTIAL, _OTHER, _UNIFORM, _ops
+from specproof.harness.check.intercept.dispatch import DispatchMode
+from specproof.harness.check.intercept.injection import _EXPONENTIAL, _OTHER, _UNIFORM, _ops
 from specproof.harness.exact.dtypes import DTYPES, dtype_info
 from specproof.harness.check.seeding import SEED_LIMIT, generator, probe_seed
 from specproof.harness.exact.tolerances import (BAND_DERIVED, BAND_USER, BAND_WORST, DERIVED_ASSUMPTIONS,
