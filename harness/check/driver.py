@@ -27,7 +27,8 @@ interlude's rows, whole, when it came first).  A target slower than about ``INJE
 (passes x rows)`` per row gets passes sized from its calls so far (so that the interlude takes about
 ``INJECTION_SECONDS``, a tenth of a ``time_budget`` when smaller; at least ``INJECTION_MIN_ROWS`` a
 pass and, without a ``time_budget``, at least the rows that keep every acceptance site's miss within
-:data:`.coverage.COVERAGE_AIM`, so that a loaded machine does not thin the coverage), and a
+:data:`.coverage.COVERAGE_AIM`, so that a loaded machine does not thin the coverage, unless one call
+of them would exceed its share of ``timeout``: the coverage then states the smaller figure), and a
 ``time_budget`` sets quotas from the clock, so two runs may differ there.  Under a ``time_budget``
 the interlude also ends within its share (:class:`.calls.Deadline`): the pair shrinks to fit (to
 ``REPRODUCIBILITY_MIN_ROWS`` rows at least), and a pass that would end past the share is skipped and
@@ -350,7 +351,8 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     def pass_rows() -> int:
         """Rows per injection pass (and at most per reproducibility run): the contract's, fewer for a slow
         target (timed on the calls so far) so that the interlude takes about ``share`` seconds, but not below
-        :func:`coverage_floor`."""
+        :func:`coverage_floor`; and one call of them within a share of ``timeout`` (:meth:`.calls.Caller.rows_per_call`),
+        which may cut a pass below the floor for a target slow per row (its coverage is then stated as run)."""
         per_row = caller.seconds_per_row()
         rows = int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
         if subjects and rows < impl.INJECTION_ROWS:
