@@ -351,8 +351,9 @@ def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
     def pass_rows() -> int:
         """Rows per injection pass (and at most per reproducibility run): the contract's, fewer for a slow
         target (timed on the calls so far) so that the interlude takes about ``share`` seconds, but not below
-        :func:`coverage_floor`; and one call of them within a share of ``timeout`` (:meth:`.calls.Caller.rows_per_call`),
-        which may cut a pass below the floor for a target slow per row (its coverage is then stated as run)."""
+        :func:`coverage_floor`; and one call of them within a share of ``timeout``
+        (:meth:`.calls.Caller.rows_per_call`), which may cut a pass below the floor for a target slow per row
+        (its coverage is then stated as run)."""
         per_row = caller.seconds_per_row()
         rows = int(min(impl.INJECTION_ROWS, max(INJECTION_MIN_ROWS, share / (interlude_passes * max(per_row, 1e-9)))))
         if subjects and rows < impl.INJECTION_ROWS:
