@@ -103,7 +103,7 @@ class TreeRealisation:
         self.prefixes = [s for length in range(d + 1) for s in itertools.product(range(v), repeat=length)]
         scale = dict(scenario.target_scale)
         self.target_rows = torch.stack([self._scaled(s, scale.get(s, 1)) for s in self.prefixes])  # [P, V]
-        self.target_zero = torch.stack([torch.tensor([x == 0 for x in self.pair.target[s]]) for s in self.prefixes])
+        self.target_zero = np.array([[x == 0 for x in self.pair.target[s]] for s in self.prefixes], dtype=bool)  # [P, V]
         self._rows: dict[tuple, tuple[torch.Tensor, tuple[Fraction, ...]]] = {}
         self._build_draft_tables()
 
@@ -153,7 +153,7 @@ class TreeRealisation:
         drafting = [s for s in self.prefixes if len(s) < self.depth]
         shape = (len(drafting) * self.masks * self.slots, v)
         self.draft_rows = torch.zeros(shape, dtype=self.target_rows.dtype)
-        self.draft_cdf = torch.zeros(shape, dtype=torch.float64)
+        self.draft_cdf = np.zeros(shape)  # float64
         for s in drafting:
             for mask in range(self.masks):
                 tried = tuple(t for t in range(v) if mask >> t & 1)
@@ -168,60 +168,64 @@ class TreeRealisation:
                         self.draft_cdf[at] = float("nan")
                         continue
                     self.draft_rows[at] = rounded
-                    self.draft_cdf[at] = torch.tensor([float(x) for x in exact], dtype=torch.float64).cumsum(0)
+                    self.draft_cdf[at] = np.cumsum([float(x) for x in exact])
 
     def state(self, code: int | torch.Tensor, mask: int | torch.Tensor, slot: int | torch.Tensor) -> int | torch.Tensor:
         return (code * self.masks + mask) * self.slots + slot
 
     # -- batches ---------------------------------------------------------------------------------
     def sample(self, n: int, generator: torch.Generator) -> TreeBatch:
-        """``n`` rows: node tokens drawn node by node (CPU, float64 inverse CDF) and the inputs."""
+        """``n`` rows: node tokens drawn node by node (CPU, float64 inverse CDF) and the inputs.  The
+        uniforms are one ``[N, n]`` draw (node ``i``'s row ``i``: the same stream as one draw per node);
+        the bookkeeping is numpy's, on one thread (torch's per-op cost and OpenMP hand-offs dominate at
+        these sizes)."""
         tree, v = self.tree, self.vocab
         parents = tree.parents
         n_nodes = len(parents)
-        tokens = torch.empty((n, n_nodes), dtype=torch.int64)
-        codes = torch.zeros((n, n_nodes + 1), dtype=torch.int64)  # column 0: the root's empty prefix
-        states = torch.empty((n, n_nodes), dtype=torch.int64)
+        uniforms = torch.rand((n_nodes, n), dtype=torch.float64, generator=generator).numpy()
+        tokens = np.empty((n, n_nodes), dtype=np.int64)
+        codes = np.zeros((n, n_nodes + 1), dtype=np.int64)  # column 0: the root's empty prefix
+        states = np.empty((n, n_nodes), dtype=np.int64)
         depths = tree.depths()
-        masks: dict[int, torch.Tensor] = {}  # parent -> tried mask so far, per row
+        masks: dict[int, np.ndarray] = {}  # parent -> tried mask so far, per row
         index: dict[int, int] = {}
         for i, parent in enumerate(parents):
-            tried = masks.get(parent, torch.zeros(n, dtype=torch.int64))
+            tried = masks.get(parent, np.zeros(n, dtype=np.int64))
             slot = index.get(parent, 0)
             parent_code = codes[:, parent + 1]
             state = self.state(parent_code, tried if self.masks > 1 else 0, slot if self.slots > 1 else 0)
             cdf = self.draft_cdf[state]
-            if bool(torch.isnan(cdf[:, -1]).any()):
+            if np.isnan(cdf[:, -1]).any():
                 raise SpecproofInputError("scenario", f"node {i}'s draft row has no mass left after its earlier "
                                           "distinct siblings", "give the draft full support or fewer siblings")
-            u = torch.rand((n, 1), dtype=torch.float64, generator=generator)
             # the inverse CDF: how many CDF entries lie at or below u * total (searchsorted(right=True) on a
-            # non-decreasing row, as one comparison: batched searchsorted is a slow per-row search at V <= 8)
-            token = (cdf <= u * cdf[:, -1:]).sum(dim=1).clamp_(max=v - 1)
+            # non-decreasing row, as one comparison)
+            token = np.minimum((cdf <= uniforms[i][:, None] * cdf[:, -1:]).sum(axis=1), v - 1)
             tokens[:, i], states[:, i] = token, state
             d = depths[i]
             codes[:, i + 1] = self.offsets[d] + (parent_code - self.offsets[d - 1]) * v + token
             masks[parent] = tried | (1 << token)
             index[parent] = slot + 1
         dev = self.device
-        draft = self.draft_rows.to(dev)[states.to(dev)]
-        target = self.target_rows.to(dev)[codes.to(dev)]
+        draft = self.draft_rows[torch.from_numpy(states)].to(dev)
+        target = self.target_rows[torch.from_numpy(codes)].to(dev)
         parents_t = torch.tensor(parents, dtype=torch.int64, device=dev)
-        return TreeBatch(tokens, parents_t, draft, target)
+        return TreeBatch(torch.from_numpy(tokens), parents_t, draft, target)
 
     def zero_positions(self, emitted: torch.Tensor) -> np.ndarray:
         """``[B]`` int: 1-based position of the first emitted token of target probability 0 at its
         emitted prefix (exact tables), 0 for rows without one."""
+        emitted = emitted.numpy()
         n, width = emitted.shape
-        lengths = (emitted >= 0).sum(dim=1)
-        code = torch.zeros(n, dtype=torch.int64)
-        first = torch.zeros(n, dtype=torch.int64)
+        lengths = (emitted >= 0).sum(axis=1)
+        code = np.zeros(n, dtype=np.int64)
+        first = np.zeros(n, dtype=np.int64)
         for j in range(width):
             inside = j < lengths
-            token = emitted[:, j].clamp(min=0)
-            first = torch.where((first == 0) & inside & self.target_zero[code, token], j + 1, first)
-            code = torch.where(inside, self.offsets[j + 1] + (code - self.offsets[j]) * self.vocab + token, code)
-        return first.numpy()
+            token = np.maximum(emitted[:, j], 0)
+            first = np.where((first == 0) & inside & self.target_zero[code, token], j + 1, first)
+            code = np.where(inside, self.offsets[j + 1] + (code - self.offsets[j]) * self.vocab + token, code)
+        return first
 
 
 def tree_pair(vocab: int, depth: int, seed: int) -> ToyPair:
