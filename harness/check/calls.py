@@ -18,8 +18,7 @@ import os
 import sys
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
@@ -28,7 +27,7 @@ from specproof.harness.check.supervise import watch
 
 
 __all__ = ["ContractViolation", "VerifierError", "Caller", "call_verifier", "validate_output", "check_timeout",
-           "resolve_device", "readable_copy", "Deadline", "REPRODUCIBILITY_MIN_ROWS", "harness_threads"]
+           "resolve_device", "readable_copy", "Deadline", "REPRODUCIBILITY_MIN_ROWS"]
 
 REPRODUCIBILITY_MIN_ROWS = 8  # the fewest rows a reproducibility pair runs on when a time budget shrinks it
 
@@ -47,23 +46,6 @@ class VerifierError(SpecproofInputError):
 
 class _Alarm(BaseException):
     """Raised by the time limit's signal handler (not an Exception: ``except Exception`` lets it by)."""
-
-
-_TARGET_THREADS: list[int] = []  # innermost last: the torch thread count the target runs with (harness_threads)
-
-
-@contextmanager
-def harness_threads() -> Iterator[None]:
-    """The harness's own tensor work on one torch thread, each call of the target on the thread count in
-    force when the outermost of these began (module docstring); the count in force is restored at the end."""
-    before = torch.get_num_threads()
-    _TARGET_THREADS.append(_TARGET_THREADS[-1] if _TARGET_THREADS else before)
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        _TARGET_THREADS.pop()
-        torch.set_num_threads(before)
 
 
 def check_timeout(timeout: float | None, argument: str = "timeout") -> None:
@@ -123,9 +105,6 @@ def call_verifier(verify: Callable[..., Any], args: tuple, timeout: float | None
 
 
 def _guarded(verify: Callable[..., Any], args: tuple, scenario: str) -> Any:
-    threads = _TARGET_THREADS[-1] if _TARGET_THREADS else None
-    if threads is not None:
-        torch.set_num_threads(threads)
     try:
         return verify(*args)
     except SpecproofInputError:
@@ -136,9 +115,6 @@ def _guarded(verify: Callable[..., Any], args: tuple, scenario: str) -> Any:
     except Exception as err:  # the verifier's own failure (its own TimeoutError included)
         raise VerifierError("verify", f"raised {type(err).__name__}: {err} on scenario '{scenario}'",
                             "make the verifier accept the batched contract's inputs") from None
-    finally:
-        if threads is not None:
-            torch.set_num_threads(1)
 
 
 def validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str) -> torch.Tensor:

@@ -55,7 +55,7 @@ import numpy as np
 
 from specproof.errors import SpecproofInputError
 
-from specproof.harness.check.calls import Caller, Deadline, harness_threads, resolve_device
+from specproof.harness.check.calls import Caller, Deadline, resolve_device
 from specproof.harness.check.contracts.coverage import rows_for_aim
 from specproof.harness.check.contracts.prepared import PreparedScenario
 from specproof.harness.check.diagnosis import FailingCall
@@ -290,13 +290,7 @@ def _budget_overrun(time_budget: float | None, total: float, *callers: Any) -> s
 
 
 def run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
-    """:func:`check` with options already built; the harness's own tensor work on one thread, the target's
-    calls on the caller's (:func:`.calls.harness_threads`)."""
-    with harness_threads():
-        return _run_check(target, options)
-
-
-def _run_check(target: Callable[..., Any], options: CheckOptions) -> CheckResult:
+    """:func:`check` with options already built."""
     contract = options.contract
     contract.check_signature(target, "target")
     options = options.for_target(target)
