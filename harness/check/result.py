@@ -119,11 +119,13 @@ class ScenarioReport:
         return out
 
 
-def vocab_text(sizes: Sequence[int]) -> str:
-    """``V = 2..1000, 151936``: the vocabulary sizes judged, those up to 1,000 as one range."""
+def vocab_text(sizes: Sequence[int], impossible_only: Sequence[int] = ()) -> str:
+    """``V = 2..1000, 151936 (impossible outcomes only)``: the vocabulary sizes judged, those up to 1,000
+    as one range; a larger size of ``impossible_only`` (judged by certainty probes alone) says so."""
     small = [v for v in sizes if v <= 1000]
     words = ([f"{small[0]}..{small[-1]}" if len(small) > 1 else str(small[0])] if small else [])
-    return "V = " + ", ".join(words + [str(v) for v in sizes if v > 1000])
+    return "V = " + ", ".join(words + [f"{v} (impossible outcomes only)" if v in impossible_only else str(v)
+                                       for v in sizes if v > 1000])
 
 
 def interlude_note(note: str | None, ran: bool, injected: bool, injection_ran: bool, stop_reason: str) -> str | None:
@@ -342,13 +344,20 @@ class CheckResult:
             "band": self.band, "out_of_scope": [s.name for s in self.out_of_scope()],
             "drift": None if self.drift() is None else dict(zip(("estimate", "low", "high"), self.drift()[0]))
             | {"scenario": self.drift()[1], "confidence": 1 - DRIFT_LEVEL},
-            "vocab_sizes": self.vocab_sizes,
+            "vocab_sizes": self.vocab_sizes, "vocab_sizes_impossible_only": self.vocab_sizes_impossible_only,
         }
 
     @property
     def vocab_sizes(self) -> list[int]:
         """The vocabulary sizes judged (every scenario's ``V``), ascending."""
         return sorted({s.vocab for s in self.scenarios})
+
+    @property
+    def vocab_sizes_impossible_only(self) -> list[int]:
+        """The sizes judged by certainty probes alone (impossible outcomes only: no event family there),
+        ascending; the default batched suite's V = 151,936 (:func:`.contracts.batched.tiled.tiled_probe`)."""
+        return sorted({s.vocab for s in self.scenarios}
+                      - {s.vocab for s in self.scenarios if not s.certainty_probe})
 
     def summary(self, more: str | None = "in --json") -> str:
         """The text of the result; ``more``: where the findings past the first ten are (None: list them
@@ -371,7 +380,7 @@ class CheckResult:
                     f"{len(self.accepted_residues)} residues)") + head.removeprefix("PASS")
         scope = "" if self.coverage is None or not self.coverage.scope else f"; {self.coverage.scope}"
         lines = [f"{head} ({self.dtype} on {self.device}, {self.rows} rows, {len(self.scenarios)} scenarios, "
-                 f"{vocab_text(self.vocab_sizes)}{scope})"]
+                 f"{vocab_text(self.vocab_sizes, self.vocab_sizes_impossible_only)}{scope})"]
         diagnosis = self.diagnosis_line()
         if diagnosis:
             lines.append(diagnosis)

@@ -8,16 +8,16 @@ from typing import Any
 
 from specproof.errors import SpecproofInputError
 
-__all__ = ["BLOCKS", "DEFAULT_VOCABS", "MIN_VOCAB", "MAX_VOCAB", "vocab_sizes"]
+__all__ = ["BLOCKS", "RUNTIME_PROBE_VOCAB", "MIN_VOCAB", "MAX_VOCAB", "vocab_sizes"]
 
 BLOCKS = tuple(1 << b for b in range(10, 17))  # the power-of-two tile widths kernels use: 1,024 .. 65,536
-# opt-in (--vocab): the default suite may grow by at most 30% with its runtime-sized scenario, and one
-# tiled scenario at V = 151,936 (18,880 rows at the stated power, each a pass over 151,936 entries in a
-# plain torch verifier) doubled it: a default check of tiled_ratio_invcdf took 99.8 s with it against
-# 48.7 s and 43.7 s without (+105% to +128%, one busy 2-core machine, runs alternated); tiled_ratio_race's
-# took 93.3 s with V = 131,072 against 9.5 s without; on the machine otherwise idle, race 85.8 s with
-# V = 151,936 against 9.6 s without (+794%)
-DEFAULT_VOCABS: tuple[int, ...] = ()
+# The default batched suite holds one runtime-sized scenario: the tiled scenario at V = 151,936 (above 2^17,
+# no power-of-two block divides it) as a certainty probe (impossible outcomes only: a token of target
+# probability 0, a broken output contract, a crash at that size), 254 rows.  The statistical tiled scenario
+# is opt-in (--vocab): at the stated power it needs about 18,880 rows, each a pass over V entries in a plain
+# torch verifier, and it doubled a default check or more (tiled_ratio_invcdf 99.8 s against 48.7 s and
+# 43.7 s, busy; tiled_ratio_race 85.8 s against 9.6 s, idle), against the 30% the default may grow by.
+RUNTIME_PROBE_VOCAB = 151936
 MIN_VOCAB = 2
 # the rows of one call hold at least 3 V probabilities each; 2^24 keeps one row under 200 MiB in
 # float32 and every id below 2^24 (exact in float32, so an id passed through a float stays exact)

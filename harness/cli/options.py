@@ -100,8 +100,9 @@ def _model_kinds() -> tuple[str, ...]:
 
 CONTRACT_FLAGS: dict[str, dict[str, Any]] = {
     "--rule": dict(choices=_rule_names, help="also require the emission law of this rule (default: lossless only)"),
-    "--vocab": dict(nargs="+", metavar="V", help="vocabulary sizes of the tiled scenarios, one per size (default: "
-                    "none; e.g. 151936; at most 2^24): judge your runtime's V"),
+    "--vocab": dict(nargs="+", metavar="V", help="vocabulary sizes of the statistical tiled scenarios, one per size "
+                    "(e.g. 151936; at most 2^24): judge your runtime's V (default: the tiled rows at V = 151936 "
+                    "as a certainty probe, impossible outcomes only)"),
     "--siblings": dict(metavar="MODES", help=_sibling_help),
     "--models": dict(choices=_model_kinds, help="table models (default) or tiny transformers Llama models"),
     "--temperature": dict(type=float, help="sampling temperature (> 0) for every model pair"),

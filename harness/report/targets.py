@@ -219,6 +219,7 @@ def check_row(target: str, contract: str, device: str, result: Any, fn: Any = No
         "rows_at_first_flag": result.rows_at_first_flag, "injection_summary": result.injection_summary,
         "verifier_seconds": round(result.verifier_seconds, 3), "harness_seconds": round(result.harness_seconds, 3),
         "scenarios": len(result.scenarios), "vocab_sizes": result.vocab_sizes,
+        "vocab_sizes_impossible_only": result.vocab_sizes_impossible_only,
         "coverage": None if result.coverage is None else result.coverage.as_json()}
     detail.update({"level": result.level, "samples_per_scenario": result.samples, "seed": result.seed,
                    "max_detectable_tv": result.max_detectable_tv, "alpha": result.alpha,
@@ -380,13 +381,13 @@ def _ordered(document: dict[str, Any]) -> list[Row]:
                                        r.input))
 
 
-def _vocab_cell(sizes: Any) -> str:
+def _vocab_cell(sizes: Any, impossible_only: Any = None) -> str:
     """The vocabulary sizes a check judged, as the verdict line says them (``-`` for an error row)."""
     if not sizes:
         return "-"
     from specproof.harness.check.result import vocab_text
 
-    return vocab_text(sizes).removeprefix("V = ")
+    return vocab_text(sizes, impossible_only or ()).removeprefix("V = ")
 
 
 def _coverage_cell(coverage: Any) -> str:
@@ -424,7 +425,8 @@ def target_table(document: dict[str, Any]) -> tuple[list[str], list[list[Any]], 
         device = row.input.rsplit("@", 1)[1]
         lines.append([_target_label(row), row.dtype, device,
                       row.verdict.upper(), drift_text, fmt(row.detail.get("detectable_tv")), _finding_cell(row),
-                      _vocab_cell(row.detail.get("vocab_sizes")), _coverage_cell(row.detail.get("coverage")),
+                      _vocab_cell(row.detail.get("vocab_sizes"), row.detail.get("vocab_sizes_impossible_only")),
+                      _coverage_cell(row.detail.get("coverage")),
                       f"{row.detail['rows']:,}" if isinstance(row.detail.get("rows"), int) else "-",
                       "-" if row.seconds is None else f"{row.seconds:.1f}"])
         colours.append(_status(row))

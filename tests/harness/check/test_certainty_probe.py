@@ -35,8 +35,10 @@ def test_a_certainty_probe_leaves_the_statistical_streams_rows_as_they_were():
     with the probe draws the very rows of a run without it in every other scenario (plus the probe's)."""
     from specproof.harness.check.driver import PROBE_STREAMS, stream_numbers
 
-    suite = default_suite()
+    suite = default_suite(vocab=())
     assert stream_numbers(suite) == [PROBE_STREAMS] + list(range(len(suite) - 1))
+    # the runtime-sized tiled probe that ends the default suite is numbered among the probes too
+    assert stream_numbers(default_suite()) == stream_numbers(suite) + [PROBE_STREAMS + 1]
     fn = get("resample-from-target").fn
     without = check(fn, scenarios=suite[1:], samples=2_000, fail_fast=True, inject=False)
     with_probe = check(fn, scenarios=suite, samples=2_000, fail_fast=True, inject=False)
@@ -68,27 +70,31 @@ def test_a_fixed_samples_pass_names_its_worst_statistical_scenario_and_states_th
     result = check(get("canonical-ratio-race").fn, samples=12_000, max_detectable_tv=0.05, inject=False)
     text = result.summary()
     assert result.verdict == Verdict.PASS and "worst scenario: position-disjoint" not in text
-    probe = result.scenarios[0]
-    assert result.detectable_tv == max(s.detectable_tv for s in result.scenarios[1:]) < 0.05
+    probe, tiled = result.scenarios[0], result.scenarios[-1]
+    assert result.detectable_tv == max(s.detectable_tv for s in result.scenarios if not s.certainty_probe) < 0.05
     assert f"certainty probe 'position-disjoint supports' ({probe.rows} rows)" in text and probe.rows == 90
+    assert tiled.certainty_probe and f"certainty probe '{tiled.name}' ({tiled.rows} rows)" in text and tiled.rows == 90
 
 
 def test_a_row_budget_is_spent_on_the_statistical_scenarios_past_the_probe_s_few_rows():
-    """budget=B: the probe takes the 90 rows that see a rate of 0.05 (ceil(ln 0.01 / ln 0.95)), the 13
-    statistical scenarios share the rest; at most B stream rows in all, and no probe's share unspent."""
+    """budget=B: each of the two probes (first, and the runtime-sized tiled one last) takes the 90 rows that
+    see a rate of 0.05 (ceil(ln 0.01 / ln 0.95)), the 13 statistical scenarios share the rest; at most B
+    stream rows in all, and no probe's share unspent."""
     from specproof.harness.check.driver import rows_per_scenario
 
     suite = default_suite()
-    probe = suite[0]
-    assert probe.certainty_probe and not any(s.certainty_probe for s in suite[1:]) and len(suite) == 14
-    assert rows_per_scenario(14_000, suite, 0.05) == (14_000 - 90) // 13 == 1_070
-    assert rows_per_scenario(14 * 90 - 1, suite, 0.05) == (14 * 90 - 1) // 14  # below the probe's rows: even
-    assert rows_per_scenario(14_000, suite[1:], 0.05) == 14_000 // 13  # no probe: the even split
+    probe, tiled = suite[0], suite[-1]
+    assert probe.certainty_probe and tiled.certainty_probe and len(suite) == 15
+    assert not any(s.certainty_probe for s in suite[1:-1])
+    assert rows_per_scenario(14_000, suite, 0.05) == (14_000 - 2 * 90) // 13 == 1_063
+    assert rows_per_scenario(15 * 90 - 1, suite, 0.05) == (15 * 90 - 1) // 15  # below the probes' rows: even
+    assert rows_per_scenario(14_000, suite[1:-1], 0.05) == 14_000 // 13  # no probe: the even split
     assert rows_per_scenario(500, [probe, probe], 0.05) == 250  # probes only: the even split
     result = check(get("canonical-ratio-race").fn, budget=14_000, max_detectable_tv=0.05, inject=False)
     rows = [s.rows for s in result.scenarios]
-    assert result.samples == 1_070 and rows == [90] + [1_070] * 13 and 14_000 - 13 <= sum(rows) <= 14_000
-    for bad, message in ((0, "0 rows give 0 rows per scenario.*at least 896 rows"), (2.5e4, "whole number"),
+    assert result.samples == 1_063 and rows == [90] + [1_063] * 13 + [90] and 14_000 - 13 <= sum(rows) <= 14_000
+    # 13 x 64 rows and each probe's min(90, 64)
+    for bad, message in ((0, "0 rows give 0 rows per scenario.*at least 960 rows"), (2.5e4, "whole number"),
                          (True, "whole number")):
         with pytest.raises(SpecproofInputError, match="budget.*" + message):
             check(get("canonical-ratio-race").fn, budget=bad)
@@ -105,7 +111,7 @@ def test_a_row_budget_never_over_spends_and_smallest_budget_is_the_least_that_gi
     from specproof.harness.check.options import MIN_ROWS
     from specproof.harness.check.stats.statistics import rows_to_see_rate
 
-    suite = default_suite()
+    suite = default_suite(vocab=())  # the position-disjoint probe, then the 13 statistical scenarios
     chosen = [suite[0]] * probes + suite[1:1 + statistical]
     if not chosen:
         with pytest.raises(SpecproofInputError, match="scenarios"):

@@ -414,3 +414,16 @@ def test_the_probe_gives_a_running_cprofile_back():
     finally:
         profiler.disable()
     assert out.tolist() == [2.0, 2.0] and sys.getprofile() is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=2, max_size=8), st.integers(0, 5))
+def test_tokens_zero_in_both_rows_add_nothing_to_the_unnormalised_step_tv(pairs, zeros):
+    """RoundedPair.unnormalised_tv reads each pair on its support only: the same value as on the whole rows."""
+    if all(a == 0 for a, _ in pairs) or all(b == 0 for _, b in pairs):
+        pairs = pairs + [(1, 1)]
+    p, q = [Fraction(a, 8) for a, _ in pairs], [Fraction(b, 8) for _, b in pairs]
+    padded = lambda row: row[:1] + [Fraction(0)] * zeros + row[1:]  # noqa: E731
+    assert unnormalised_step_tv(padded(p), padded(q)) == unnormalised_step_tv(p, q)
+    kept = [(a, b) for a, b in zip(p, q) if a or b]
+    assert unnormalised_step_tv([a for a, _ in kept], [b for _, b in kept]) == unnormalised_step_tv(p, q)

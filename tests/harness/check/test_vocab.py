@@ -10,11 +10,11 @@ import pytest
 from specproof.errors import SpecproofInputError
 from specproof.harness.check.contracts.batched.families import build_families
 from specproof.harness.check.contracts.batched.scenarios import default_suite
-from specproof.harness.check.contracts.batched.tiled import tiled_scenario
+from specproof.harness.check.contracts.batched.tiled import tiled_probe, tiled_scenario
 from specproof.harness.check.events.positions import POSITION_FAMILY, position_family
 from specproof.harness.check.options import CheckOptions
 from specproof.harness.check.result import vocab_text
-from specproof.harness.check.vocab import MAX_VOCAB, vocab_sizes
+from specproof.harness.check.vocab import MAX_VOCAB, RUNTIME_PROBE_VOCAB, vocab_sizes
 
 
 def test_vocab_sizes_sorted_distinct_and_parsed():
@@ -94,18 +94,52 @@ def test_position_family_is_exact_and_budgeted():
 
 def test_no_position_family_below_one_block():
     assert position_family([Fraction(1, 1000)] * 1000) is None
-    assert all(f.name != POSITION_FAMILY for f in build_families(default_suite()[-1].realise("float32")))
+    assert all(f.name != POSITION_FAMILY for f in build_families(default_suite(vocab=())[-1].realise("float32")))
 
 
 def test_default_suite_adds_one_tiled_scenario_per_size():
     base = default_suite(vocab=())
     both = default_suite(vocab=[40000, 5000])
     assert [s.name for s in both[len(base):]] == ["tiled V5000 K1", "tiled V40000 K1"]
+    assert not any(s.certainty_probe for s in both[len(base):])
+
+
+def test_the_default_suite_ends_with_the_runtime_sized_probe():
+    """Without --vocab the batched suite holds the tiled rows at V = 151,936 as a certainty probe (its
+    statistical events are --vocab's); naming sizes replaces it with the statistical scenarios."""
+    base = default_suite(vocab=())
+    suite = default_suite()
+    assert suite[:-1] == base and suite[-1] is tiled_probe() is default_suite()[-1]
+    probe = suite[-1]
+    assert probe.vocab == RUNTIME_PROBE_VOCAB == 151936 and probe.certainty_probe
+    assert np.array_equal(probe.target, tiled_scenario(151936).target)
+    assert build_families(probe.realise("float32")) == []  # impossible outcomes only
+    assert tiled_probe() not in default_suite(vocab=[151936])
 
 
 def test_vocab_text_states_every_size():
     assert vocab_text([2, 4, 1000, 151936]) == "V = 2..1000, 151936"
     assert vocab_text([151936]) == "V = 151936"
+    assert vocab_text([2, 1000, 131072, 151936], [151936]) == \
+        "V = 2..1000, 131072, 151936 (impossible outcomes only)"
+
+
+def test_a_tile_local_index_fails_the_default_suite_at_its_runtime_probe():
+    """A bug that emits a token of target probability 0 at V = 151,936 is a certain FAIL of the default
+    batched suite (exact at V <= 4,096, so no small scenario sees it); a correct tiled verifier's verdict line
+    says which size was judged for impossible outcomes only."""
+    from specproof.harness.check.driver import check
+    from specproof.impls.verifiers.tiled import tiled_ratio_invcdf
+    from specproof.impls.verifiers.tiled_mutants import tiled_local_index
+
+    bad = check(tiled_local_index, scenarios=[default_suite()[1], tiled_probe()], inject=False, progress=False,
+                fail_fast=True)
+    assert bad.verdict.value == "fail" and bad.findings[0].certain
+    assert bad.findings[0].scenario == tiled_probe().name
+    good = check(tiled_ratio_invcdf, scenarios=[default_suite()[1], tiled_probe()], inject=False, progress=False)
+    assert good.verdict.value == "pass"
+    assert "V = 6, 151936 (impossible outcomes only)" in good.summary().splitlines()[0]
+    assert good.as_json()["vocab_sizes_impossible_only"] == [151936]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

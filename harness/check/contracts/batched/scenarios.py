@@ -15,8 +15,9 @@ The default suite mixes context-free pairs (what runtimes test), prefix-dependen
 (position-disjoint supports, ``p == q``, disjoint supports, one-hot, exact zeros) and adversarial
 pairs (the proofs' counterexamples: resampling from ``p``, top-k acceptance, the block-verification
 check vector), plus one large-vocabulary pair (V = 1,000, K = 4) and one tiled scenario per
-vocabulary size asked for (:mod:`.tiled`, ``--vocab``; none by default).  :func:`scenario_strategy` exposes random
-scenarios as a hypothesis strategy.
+vocabulary size asked for (:mod:`.tiled`, ``--vocab``); without ``--vocab``, the tiled rows at V = 151,936
+as a certainty probe (:func:`.tiled.tiled_probe`).  :func:`scenario_strategy` exposes random scenarios as a
+hypothesis strategy.
 """
 
 from __future__ import annotations
@@ -362,13 +363,16 @@ def default_suite(*, large_vocab: int = 1000, vocab: Sequence[int] | None = None
     elsewhere pays its first 4 rows and few more: screening deepens a stream only when it is not far
     ahead in rows over quota.
 
-    ``vocab``: the sizes of the tiled scenarios (:mod:`.tiled`; ``None``: its ``DEFAULT_VOCABS``, ``()``:
-    none).  The same Scenario objects are returned on every call, so their exact laws are computed once."""
-    from specproof.harness.check.vocab import DEFAULT_VOCABS, vocab_sizes
+    ``vocab``: the sizes of the statistical tiled scenarios (:mod:`.tiled`); ``None``: none, and the
+    runtime-sized certainty probe :func:`.tiled.tiled_probe` (V = 151,936) last; ``()``: no tiled scenario.
+    The same Scenario objects are returned on every call, so their exact laws are computed once."""
+    from specproof.harness.check.contracts.batched.tiled import tiled_probe
+    from specproof.harness.check.vocab import vocab_sizes
 
+    if vocab is None:
+        return list(_default_suite(large_vocab, ())) + [tiled_probe()]
     empty = isinstance(vocab, (tuple, list)) and not vocab
-    sizes = DEFAULT_VOCABS if vocab is None else () if empty else vocab_sizes(vocab)
-    return list(_default_suite(large_vocab, tuple(sizes)))
+    return list(_default_suite(large_vocab, () if empty else tuple(vocab_sizes(vocab))))
 
 
 def _build_default_suite(large_vocab: int) -> list[Scenario]:

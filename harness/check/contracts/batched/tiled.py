@@ -53,20 +53,25 @@ rows to the first finding at V = 131,072 / 151,936): top-1,024 1,882-3,718 / 3,3
 2,048-3,252 / 2,705-3,353, float16 at the stated float32 band 2,291-2,407 / 1,721-1,808 (seeds 0-1),
 first-tile normaliser 193-386 / 165-300; on seed 0, int16 ids 16 / 16, a tile-local index 8 / 4 (certain).
 
-:func:`..vocab.vocab_sizes` validates the sizes a user asks for (``--vocab``)."""
+:func:`..vocab.vocab_sizes` validates the sizes a user asks for (``--vocab``).  Without ``--vocab`` the
+default suite holds :func:`tiled_probe` at ``RUNTIME_PROBE_VOCAB`` (151,936): the same rows as a certainty
+probe, 254 rows that judge impossible outcomes only (a token of target probability 0, such as a tile-local
+index's; a broken output contract or a crash at that size), for about a second of a plain torch verifier;
+the verdict line says so ("151936 (impossible outcomes only)")."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from specproof.errors import SpecproofInputError
 
-from specproof.harness.check.vocab import BLOCKS, DEFAULT_VOCABS, MAX_VOCAB, MIN_VOCAB, vocab_sizes
+from specproof.harness.check.vocab import BLOCKS, MAX_VOCAB, MIN_VOCAB, RUNTIME_PROBE_VOCAB, vocab_sizes
 
-__all__ = ["BLOCKS", "TILE", "DEFAULT_VOCABS", "MAX_VOCAB", "MIN_VOCAB", "tiled_scenario", "vocab_sizes",
-           "TILED_TAG"]
+__all__ = ["BLOCKS", "TILE", "RUNTIME_PROBE_VOCAB", "MAX_VOCAB", "MIN_VOCAB", "tiled_scenario", "tiled_probe",
+           "vocab_sizes", "TILED_TAG"]
 
 TILE = 4096  # the tail's tile width (the most common block)
 # 6 x 1,024 = 6,144 tail tokens of one unit: a top-1,024 keeps at most 1/6 of them, and keys reused
@@ -173,3 +178,22 @@ def tiled_scenario(vocab: int, seed: int = 108) -> Any:
                     f"partial tile, and a residual tail of {len(tail)} tokens in six tiles; the bonus row's hub "
                     "at token 0",
                     target, draft, ("large", TILED_TAG, "position-dependent"))
+
+
+def tiled_probe(vocab: int = RUNTIME_PROBE_VOCAB) -> Any:
+    """:func:`tiled_scenario` at ``vocab`` as a certainty probe (module docstring): impossible outcomes
+    only, no event family, a probe's quota.  The same object on every call."""
+    return _tiled_probe(vocab_sizes(vocab)[0])
+
+
+@lru_cache(maxsize=4)
+def _tiled_probe(vocab: int) -> Any:
+    from dataclasses import replace
+
+    from specproof.harness.check.contracts.batched.scenarios import CERTAINTY_PROBE
+
+    scenario = tiled_scenario(vocab)
+    return replace(scenario, name=f"{scenario.name} probe",
+                   description=scenario.description + "; a certainty probe: only impossible outcomes are judged "
+                   "at this size (--vocab for its statistical events)",
+                   tags=scenario.tags + (CERTAINTY_PROBE,))
