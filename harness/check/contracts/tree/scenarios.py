@@ -103,7 +103,7 @@ class TreeRealisation:
         self.prefixes = [s for length in range(d + 1) for s in itertools.product(range(v), repeat=length)]
         scale = dict(scenario.target_scale)
         self.target_rows = torch.stack([self._scaled(s, scale.get(s, 1)) for s in self.prefixes])  # [P, V]
-        self.target_zero = np.array([[x == 0 for x in self.pair.target[s]] for s in self.prefixes], dtype=bool)  # [P, V]
+        self.target_zero = np.array([[x == 0 for x in self.pair.target[s]] for s in self.prefixes], dtype=bool)
         self._rows: dict[tuple, tuple[torch.Tensor, tuple[Fraction, ...]]] = {}
         self._build_draft_tables()
 
