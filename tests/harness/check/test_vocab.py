@@ -159,3 +159,21 @@ def test_the_band_of_a_sparse_tiled_row_is_that_of_its_support(dtype):
         assert prepared.tolerance < 0.002 < float(check_tolerance(dtype, real.vocab, real.k))
     dense = default_suite()[0].realise(dtype)  # a dense scenario keeps its full width
     assert dense.support == dense.vocab
+
+
+def test_prepared_runtime_sized_scenarios_are_bounded_by_their_summed_vocabulary(monkeypatch):
+    """A long session (a test suite, a campaign) preparing many large scenarios keeps their summed V under
+    _CACHE_TOKENS: each holds a call's row buffers and its position events (hundreds of MB at V = 151,936)."""
+    import torch
+
+    from specproof.harness.check.contracts import batched
+
+    monkeypatch.setattr(batched, "_PREPARED", {})
+    monkeypatch.setattr(batched, "_CACHE_TOKENS", 3 * 5000)
+    options = CheckOptions.build()
+    assert tiled_scenario(5000) is tiled_scenario(5000)  # one object: its preparation is reused
+    first = batched.prepare(tiled_scenario(5000), options, torch.device("cpu"))
+    assert batched.prepare(tiled_scenario(5000), options, torch.device("cpu")) is first
+    for seed in range(5):
+        batched.prepare(tiled_scenario(5000, seed=seed), options, torch.device("cpu"))
+        assert sum(s.vocab for s, _ in batched._PREPARED.values()) <= 3 * 5000

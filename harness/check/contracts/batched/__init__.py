@@ -37,6 +37,10 @@ __all__ = ["BatchedScenario", "default_suite", "prepare", "injection_scenarios",
 MISMATCH = "emitted tokens before the last that are not the drafted ones"
 INJECTION_ROWS = 512  # rows per injection pass (an edge flags 3-32 of 512 rows in the zoo)
 _CACHE_SIZE = 256
+# the summed V of the prepared scenarios kept: one at a runtime's V holds a call's row buffers and its
+# position events (hundreds of MB at V = 151,936), so a long session (a test suite, a campaign) keeps a
+# few of them, not 256 (a slow test of 240 tiled checks grew one process past 21 GB before this bound)
+_CACHE_TOKENS = 1 << 20
 
 
 def _rule(options: Any) -> StepRule | None:
@@ -134,12 +138,14 @@ _PREPARED: dict[tuple, tuple[Scenario, BatchedScenario]] = {}
 
 def prepare(scenario: Scenario, options: Any, device: torch.device) -> BatchedScenario:
     """The scenario prepared, cached: its realisation and families are exact computations that do not
-    depend on the target (the scenario is kept alive in the cache so its id stays unique)."""
+    depend on the target (the scenario is kept alive in the cache so its id stays unique).  The cache is
+    emptied past ``_CACHE_SIZE`` entries or ``_CACHE_TOKENS`` vocabulary entries in all."""
     rule = _rule(options)
     key = (id(scenario), options.dtype, str(device), rule.name if rule else None)
     hit = _PREPARED.get(key)
     if hit is None or hit[0] is not scenario:
-        if len(_PREPARED) > _CACHE_SIZE:
+        if len(_PREPARED) > _CACHE_SIZE or \
+                sum(kept.vocab for kept, _ in _PREPARED.values()) + scenario.vocab > _CACHE_TOKENS:
             _PREPARED.clear()
         hit = _PREPARED[key] = (scenario, BatchedScenario(scenario.realise(options.dtype, str(device)), rule))
     return hit[1]

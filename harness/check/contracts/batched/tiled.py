@@ -140,10 +140,16 @@ def tiled_scenario(vocab: int, seed: int = 108) -> Any:
     Both laws are peaked, as a language model's are: the target has ``1 - 2^-5`` on the hub, the draft
     ``2^-6`` less.  Every event of the scenario has probability within 2^-5 of 0 or 1, so its rows
     reach the stated power cheaply, while about 1 row in 25 is corrected and the residual's tail holds
-    ``0.0234`` of the law in six tiles."""
+    ``0.0234`` of the law in six tiles.  The same object for the same arguments, so its preparation is
+    cached (:func:`..prepare`)."""
+    (vocab,) = vocab_sizes(vocab)
+    return _tiled_scenario(vocab, seed)
+
+
+@lru_cache(maxsize=8)
+def _tiled_scenario(vocab: int, seed: int) -> Any:
     from specproof.harness.check.contracts.batched.scenarios import Scenario
 
-    (vocab,) = vocab_sizes(vocab)
     if vocab <= 8:
         raise SpecproofInputError("vocab", f"{vocab} leaves no room for tiles",
                                   "pass a vocabulary size above 8 (tiled scenarios matter above 1,024)")
