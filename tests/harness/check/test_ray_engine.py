@@ -196,7 +196,7 @@ class TestOnRay:
         out = capsys.readouterr().out
         from specproof.harness.check.stats.statistics import rows_to_see_rate
 
-        rows = 13 * 256 + rows_to_see_rate(0.5)  # 13 statistical scenarios, and the probe's 7 rows
+        rows = 13 * 256 + 2 * rows_to_see_rate(0.5)  # 13 statistical scenarios, and each probe's 7 rows
         assert code == 0 and out.startswith("PASS") and f"{rows} rows" in out
 
 
