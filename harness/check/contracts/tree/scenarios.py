@@ -170,7 +170,7 @@ class TreeRealisation:
                     self.draft_rows[at] = rounded
                     self.draft_cdf[at] = np.cumsum([float(x) for x in exact])
 
-    def state(self, code: int | torch.Tensor, mask: int | torch.Tensor, slot: int | torch.Tensor) -> int | torch.Tensor:
+    def state(self, code: int | np.ndarray, mask: int | np.ndarray, slot: int | np.ndarray) -> int | np.ndarray:
         return (code * self.masks + mask) * self.slots + slot
 
     # -- batches ---------------------------------------------------------------------------------
