@@ -13,9 +13,16 @@ target-only tree kernel's arguments (:mod:`.sglang_tree`'s signature and convers
   generator (``torch.rand``), as SGLang's caller draws them; thresholds ``1.0``, ``deterministic=True``;
 - the emitted tokens ``predicts[accept_index[b, j]]`` for ``j <= accept_token_num[b]``, then ``-1``.
 
-Not followed: the ``block`` variant of 0.5.23's chain verifier (its source was not available to this
-adapter's author), and ``chain_speculative_sampling_from_logits_triton`` (target logits and
-temperatures in).
+Also follows the block variant ``chain_block_speculative_sampling_triton`` (block verification, the same
+arguments and outputs; :mod:`specproof.impls.runtime_layouts.sglang_chain` states its arithmetic), written
+from two revisions of SGLang's ``speculative_sampling_block_kernel`` (both test ``coin <= h``); the first
+release that ships it was not confirmed (the issue names 0.5.23).
+
+Not followed: ``chain_speculative_sampling_from_logits_triton`` (target logits and temperatures in), and the
+seeded path of later classic kernels (``sampling_seed`` and ``positions`` given: coins from an integer hash
+of seed, position and domain, ``((h >> 8) + 0.5) 2^-24``, never 0): this adapter passes neither, so the
+kernel reads the harness's ``uniform_samples``; a hash-driven coin is not a torch draw and the RNG edge
+injection cannot reach it.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ ADAPTER = Adapter(
     name="sglang-chain", contract="batched",
     runtime="SGLang chain_speculative_sampling_triton (0.5.21 to 0.5.23, classic Triton chain kernel for "
             "topk = 1, called with the tree kernel's arguments: candidates / retrive_index, caller coins, "
-            "coin * q < p, inverse CDF of max(p - q, 0); target_probs = target p, draft_probs = draft q)",
+            "coin * q < p, inverse CDF of max(p - q, 0); target_probs = target p, draft_probs = draft q) and "
+            "its block-verification variant chain_block_speculative_sampling_triton (same arguments)",
     randomness="uniform_samples [B, K+1] and uniform_samples_for_final_sampling [B] float32 drawn from the "
                "harness generator",
     forms=(SignatureForm("SGLang chain_speculative_sampling_triton", SIGNATURE),), build=_build)

@@ -19,8 +19,18 @@ form ``coin * q_r(x) < p_r(x)``, ``coin = uniform_samples[b, s - 1]``; an accept
 written to ``predicts`` at the last accepted slot. Emitted sequence: ``predicts[accept_index[b, j]]``
 for ``j <= accept_token_num[b]``.
 
+Block variant (``chain_block_speculative_sampling_triton``, same signature and outputs; block verification
+of Sun et al. 2024, arXiv:2403.10444, as SGLang's ``speculative_sampling_block_kernel`` computes it): along
+the chain, ``w_0 = 1``, ``w_s = min(1, w_{s-1} p(x_s) / q(x_s))`` (``q(x_s) = 0``: ratio 1 if ``p(x_s) > 0``,
+else 0); ``h_s = Z_s / (Z_s + 1 - w_s)`` with ``Z_s = sum_x max(w_s p_s(x) - q_s(x), 0)`` on row ``s`` (in
+closed form ``max(w_s (1 - p_s(x_{s+1})), 0)`` when ``q_s(x_{s+1}) >= 1``; 0 when ``w_s = 0``), ``h_s = 1``
+when the denominator is 0, and ``h_K = w_K``; every step is tested (no early stop) and ``tau`` is the last
+step whose coin passes; the final token is the inverse CDF of ``p_K`` (``tau = K``) or of
+``max(w_tau p_tau - q_tau, 0)``.
+
 Canonical here: as above, with a residual that has no positive entry falling back to ``p`` (the
-library's :func:`~specproof.impls.kernels.sampling.correction_weights`).
+library's :func:`~specproof.impls.kernels.sampling.correction_weights`); the block variant with the
+strict ``coin < h`` (an ``h`` of 0 is never passed) and its draw normalised by the weights' own sum.
 
 Mutants:
 
@@ -30,16 +40,23 @@ Mutants:
 - :func:`chain_speculative_sampling_triton_last_id`: the released kernel's fallback for a residual
   without positive mass (``p <= q`` everywhere, reachable in floats): it emits id ``V - 1``, which may
   have ``p = 0``.
+- :func:`chain_block_speculative_sampling_triton_le`: the block kernel's test ``coin <= h`` as released
+  (Algorithm 2's ``<=``): a coin of exactly 0 at a step whose draft has ``p = 0`` (``w = 0``, so ``h = 0``)
+  takes ``tau`` there and emits that draft.
+- :func:`chain_block_speculative_sampling_triton_last_id`: the block kernel's final draw as released: the
+  threshold is ``coin * Z_tau`` with ``Z_tau`` as computed for ``h`` (the closed form included), and a
+  draw that finds no running sum past it emits id ``V - 1`` (a target summing below 1 gets there).
 """
 
 from __future__ import annotations
 
 import torch
 
-from specproof.impls.kernels.sampling import correction_weights, draw_inverse_cdf
+from specproof.impls.kernels.sampling import draw_inverse_cdf
 
 __all__ = ["chain_speculative_sampling_triton", "chain_speculative_sampling_triton_le",
-           "chain_speculative_sampling_triton_last_id"]
+           "chain_speculative_sampling_triton_last_id", "chain_block_speculative_sampling_triton",
+           "chain_block_speculative_sampling_triton_le", "chain_block_speculative_sampling_triton_last_id"]
 
 
 def _strict(coin, q, p):
@@ -71,15 +88,29 @@ def _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, 
     all_accepted = accepted == slots - 1
     p_row = target[rows, row]
     q_row = draft[rows, row.clamp(max=draft.shape[1] - 1)]
-    if empty_residual_last:
-        weights = torch.where(all_accepted.unsqueeze(-1), p_row, torch.relu(p_row - q_row))
-        total = weights.sum(dim=-1)
-        found = torch.cumsum(weights, dim=-1) > (uniform_samples_for_final_sampling.to(torch.float32) * total).unsqueeze(-1)
-        final = torch.where(found.any(dim=-1), found.to(torch.int64).argmax(dim=-1),
-                            torch.full_like(row, target.shape[-1] - 1))
-    else:
-        weights = correction_weights(p_row, q_row, all_accepted)
-        final = draw_inverse_cdf(weights, uniform_samples_for_final_sampling.to(torch.float32))
+    weights = torch.where(all_accepted.unsqueeze(-1), p_row, torch.relu(p_row - q_row))
+    final = _final_token(weights, p_row, uniform_samples_for_final_sampling.to(torch.float32), weights.sum(dim=-1),
+                         empty_residual_last)
+    _write(predicts, accept_index, accept_token_num, candidates, retrive_index, accepted, final)
+
+
+def _final_token(weights, target_row, uniform, norm, empty_residual_last):
+    """The correction or bonus token: the inverse CDF of ``weights`` at ``uniform * norm``.  Canonical
+    (``empty_residual_last`` False): ``norm`` is the weights' sum, and weights without a positive entry
+    fall back to ``p`` (:func:`~specproof.impls.kernels.sampling.correction_weights`).  Released: the
+    kernel's ``norm`` as given, and id ``V - 1`` when no running sum passes the threshold."""
+    if not empty_residual_last:
+        empty = ~(weights > 0).any(dim=-1, keepdim=True)
+        return draw_inverse_cdf(torch.where(empty, target_row, weights), uniform)
+    found = torch.cumsum(weights, dim=-1) > (uniform * norm).unsqueeze(-1)
+    last = torch.full_like(uniform, weights.shape[-1] - 1, dtype=torch.int64)
+    return torch.where(found.any(dim=-1), found.to(torch.int64).argmax(dim=-1), last)
+
+
+def _write(predicts, accept_index, accept_token_num, candidates, retrive_index, accepted, final):
+    """The kernels' outputs: ``accept_index[b, j] = retrive_index[b, j]`` for ``j <= accepted[b]``, draft
+    ``j + 1`` (or the final token at ``j = accepted[b]``) at ``predicts[retrive_index[b, j]]``."""
+    slots = candidates.shape[1]
     slot = torch.arange(slots, device=candidates.device)
     on_path = slot.unsqueeze(0) <= accepted.unsqueeze(-1)
     accept_index.copy_(torch.where(on_path, retrive_index, accept_index.to(torch.int64)).to(accept_index.dtype))
@@ -89,25 +120,91 @@ def _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, 
         value = torch.where(accepted > j, candidates[:, min(j + 1, slots - 1)], final)
         predicts[retrive_index[here, j]] = value[here].to(predicts.dtype)
 
-def _layout(name: str, accept, empty_residual_last: bool, doc: str):
-    """A function with the runtime's signature running :func:`_chain` with one acceptance test and fallback."""
+
+def _block(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
+           uniform_samples_for_final_sampling, target_probs, draft_probs, stop, empty_residual_last):
+    """Block verification in the kernel's arithmetic (module docstring): no early stop, ``tau`` the last
+    step whose coin passes ``stop(coin, h)``, then the ``w_tau``-scaled residual."""
+    batch, slots = candidates.shape
+    drafts = slots - 1
+    rows = torch.arange(batch, device=candidates.device)
+    target = target_probs.to(torch.float32)
+    draft = draft_probs.to(torch.float32)
+    draft = torch.where(draft == draft, draft, torch.zeros_like(draft))  # NaN q read as 0
+    tokens = candidates[:, 1:].to(torch.int64)
+    p_x = target[:, :drafts].gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    q_x = draft[:, :drafts].gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    # q = 0: accept outright when p > 0, reject when p = 0 (the kernel's degenerate-draft rule)
+    ratio = torch.where(q_x > 0, p_x / torch.where(q_x > 0, q_x, torch.ones_like(q_x)), (p_x > 0).to(p_x.dtype))
+    weight = torch.ones(batch, dtype=torch.float32, device=candidates.device)
+    tau = torch.zeros(batch, dtype=torch.int64, device=candidates.device)
+    w_tau, z_tau = torch.ones_like(weight), torch.zeros_like(weight)
+    for step in range(1, slots):
+        weight = torch.clamp(weight * ratio[:, step - 1], max=1.0)
+        if step < drafts:
+            nxt = tokens[:, step]
+            one_hot = draft[rows, step, nxt] >= 1.0  # Z in closed form: w (1 - p(x_{step+1}))
+            closed = torch.clamp(weight * (1.0 - target[rows, step, nxt]), min=0.0)
+            scan = torch.relu(weight.unsqueeze(-1) * target[:, step] - draft[:, step]).sum(dim=-1)
+            z = torch.where(weight > 0, torch.where(one_hot, closed, scan), torch.zeros_like(weight))
+            denom = z + 1.0 - weight
+            h = torch.where(denom > 0, z / torch.where(denom > 0, denom, torch.ones_like(denom)), torch.ones_like(z))
+        else:
+            z, h = torch.zeros_like(weight), weight
+        hit = stop(uniform_samples[:, step - 1].to(torch.float32), h)
+        tau = torch.where(hit, torch.full_like(tau, step), tau)
+        w_tau, z_tau = torch.where(hit, weight, w_tau), torch.where(hit, z, z_tau)
+    all_accepted = tau == drafts
+    p_row = target[rows, tau]
+    q_row = draft[rows, tau.clamp(max=drafts - 1)]
+    weights = torch.where(all_accepted.unsqueeze(-1), p_row, torch.relu(w_tau.unsqueeze(-1) * p_row - q_row))
+    # the kernel's normaliser: the target row's sum, the root row's scan at tau = 0, else Z_tau as computed above
+    norm = torch.where(all_accepted | (tau == 0), weights.sum(dim=-1), z_tau)
+    final = _final_token(weights, p_row, uniform_samples_for_final_sampling.to(torch.float32), norm,
+                         empty_residual_last)
+    _write(predicts, accept_index, accept_token_num, candidates, retrive_index, tau, final)
+
+
+def _layout(name: str, core, accept, empty_residual_last: bool, doc: str):
+    """A function with the runtime's signature running ``core`` (:func:`_chain` or :func:`_block`) with one
+    acceptance test and fallback."""
     def layout(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
                retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
                threshold_single=1.0, threshold_acc=1.0, deterministic=True):
-        _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
-               uniform_samples_for_final_sampling, target_probs, draft_probs, accept, empty_residual_last)
+        core(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
+             uniform_samples_for_final_sampling, target_probs, draft_probs, accept, empty_residual_last)
 
     layout.__name__ = layout.__qualname__ = name
     layout.__doc__ = doc
     return layout
 
 
+def _below(coin, h):
+    return coin < h
+
+
+def _at_most(coin, h):
+    return coin <= h
+
+
 chain_speculative_sampling_triton = _layout(
-    "chain_speculative_sampling_triton", _strict, False,
+    "chain_speculative_sampling_triton", _chain, _strict, False,
     "Canonical chain round in SGLang's layout (module docstring); fills the three output tensors.")
 chain_speculative_sampling_triton_le = _layout(
-    "chain_speculative_sampling_triton_le", _non_strict, False,
+    "chain_speculative_sampling_triton_le", _chain, _non_strict, False,
     "Bug (zero-coin class, SGLang #35771): ``coin * q <= p`` accepts ``p(x) = 0`` when the coin is 0.")
 chain_speculative_sampling_triton_last_id = _layout(
-    "chain_speculative_sampling_triton_last_id", _strict, True,
+    "chain_speculative_sampling_triton_last_id", _chain, _strict, True,
     "Bug (the released kernel): a residual without positive mass emits id ``V - 1``.")
+chain_block_speculative_sampling_triton = _layout(
+    "chain_block_speculative_sampling_triton", _block, _below, False,
+    "Canonical block verification in SGLang's chain layout (module docstring): ``coin < h``, an empty "
+    "residual falls back to ``p``.")
+chain_block_speculative_sampling_triton_le = _layout(
+    "chain_block_speculative_sampling_triton_le", _block, _at_most, False,
+    "Bug (as released, zero-coin class): ``coin <= h`` takes ``tau`` at a step with ``h = 0`` when the coin is "
+    "0, which emits a draft of target probability 0.")
+chain_block_speculative_sampling_triton_last_id = _layout(
+    "chain_block_speculative_sampling_triton_last_id", _block, _below, True,
+    "Bug (as released): the residual's normaliser is the computed ``Z_tau`` and a draw that finds no running "
+    "sum past it emits id ``V - 1``.")

@@ -134,20 +134,26 @@ def test_mrv2_adapter_refuses_another_layout():
 SGLANG_CHAIN = sglang_chain_adapter.ADAPTER
 
 
-def test_sglang_chain_layout_passes_through_its_adapter():
-    result = check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), samples=2048,
-                            seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
+CLASSIC = (sglang_chain.chain_speculative_sampling_triton, sglang_chain.chain_speculative_sampling_triton_le)
+BLOCK = (sglang_chain.chain_block_speculative_sampling_triton, sglang_chain.chain_block_speculative_sampling_triton_le)
+
+
+@pytest.mark.parametrize("layout", [CLASSIC[0], BLOCK[0]], ids=["classic", "block"])
+def test_sglang_chain_layout_passes_through_its_adapter(layout):
+    result = check(SGLANG_CHAIN.wrap(layout), samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False,
+                   scenarios=two_scenarios())
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
 
 
-def test_sglang_chain_zero_coin_is_certain_under_injection():
-    flagged = inject_check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton_le), rows=256, seed=3,
-                           scenarios=injection_scenarios())
+@pytest.mark.parametrize("canonical, le", [CLASSIC, BLOCK], ids=["classic", "block"])
+def test_sglang_chain_zero_coin_is_certain_under_injection(canonical, le):
+    """The classic kernel's ``coin * q <= p`` and the block kernel's ``coin <= h`` (as released) FAIL on a zero
+    coin; their strict forms do not."""
+    flagged = inject_check(SGLANG_CHAIN.wrap(le), rows=256, seed=3, scenarios=injection_scenarios())
     assert flagged.verdict == "flagged", flagged.summary()
     assert "target probability 0" in flagged.findings[0].describe()
-    clean = inject_check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton), rows=256, seed=3,
-                         scenarios=injection_scenarios())
+    clean = inject_check(SGLANG_CHAIN.wrap(canonical), rows=256, seed=3, scenarios=injection_scenarios())
     assert clean.verdict == "not-flagged", clean.summary()
 
 
@@ -191,3 +197,38 @@ def test_flashinfer_seed_offset_streams_are_per_request():
     a = flashinfer.chain_speculative_sampling_seed_offset(draft, ids, target, seed=seeds, offset=torch.zeros(3))
     b = flashinfer.chain_speculative_sampling_seed_offset(draft, ids, target, seed=seeds, offset=torch.zeros(3))
     assert torch.equal(a[0], b[0])  # a function of (seed, offset) alone
+
+
+# -- SGLang's block-verification chain kernel (chain_block_speculative_sampling_triton) ------------------------
+
+def test_sglang_block_verification_keeps_testing_after_a_failed_step():
+    """Block verification has no early stop.  x_1 = 1 with p = 1/2, q = 3/4: w_1 = 2/3; row 1 has p = q, so
+    Z_1 = sum max(w_1 p - q, 0) = 0 and h_1 = 0 (every coin fails step 1, where token-wise verification
+    with coin 0.9 rejects too: 0.9 * 3/4 > 1/2); step 2 has h_2 = w_2 = 2/3 and its coin 0.5 passes, so both
+    drafts are emitted, then the bonus from row 2 at 0.6."""
+    quarter = [0.25, 0.25, 0.25, 0.25]
+    target = torch.tensor([[[0.5, 0.5, 0.0, 0.0], quarter, quarter]])
+    draft = torch.tensor([[[0.25, 0.75, 0.0, 0.0], quarter]])
+    out = dict(predicts=torch.zeros(3, dtype=torch.int32), accept_index=torch.full((1, 3), -1, dtype=torch.int32),
+               accept_token_num=torch.zeros(1, dtype=torch.int32))
+    sglang_chain.chain_block_speculative_sampling_triton(
+        **out, candidates=torch.tensor([[0, 1, 3]]), retrive_index=torch.arange(3).reshape(1, 3),
+        retrive_next_token=None, retrive_next_sibling=None, uniform_samples=torch.tensor([[0.9, 0.5, 0.0]]),
+        uniform_samples_for_final_sampling=torch.tensor([0.6]), target_probs=target, draft_probs=draft)
+    assert out["accept_token_num"].tolist() == [2]
+    assert out["predicts"][out["accept_index"][0]].tolist() == [1, 3, 2]
+
+
+def test_sglang_block_last_id_fallback_emits_a_probability_zero_token():
+    """tau = 1 on a row whose target sums to 1/2 below its draft (p <= q everywhere): the release's normaliser
+    Z_1 is 0, no running sum passes 0 and it emits V - 1, of target probability 0; the canonical layout falls
+    back to p.  Step 1 (p(x_1) = q(x_1)) has w = 1 and h = 1; step 2's draft has p = 0, so h_2 = 0."""
+    target = torch.tensor([[[0.5, 0.5, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]]]).expand(64, 3, 4)
+    draft = torch.tensor([[[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]]]).expand(64, 2, 4)
+    ids = torch.tensor([[1, 1]]).expand(64, 2).contiguous()
+    released = SGLANG_CHAIN.wrap(sglang_chain.chain_block_speculative_sampling_triton_last_id)(
+        draft.contiguous(), target.contiguous(), ids, torch.Generator().manual_seed(1))
+    canonical = SGLANG_CHAIN.wrap(sglang_chain.chain_block_speculative_sampling_triton)(
+        draft.contiguous(), target.contiguous(), ids, torch.Generator().manual_seed(1))
+    assert (released[:, :2] == torch.tensor([1, 3])).all()
+    assert (canonical[:, :2] == torch.tensor([1, 0])).all() and (canonical[:, 2] == -1).all()
