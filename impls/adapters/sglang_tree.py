@@ -41,9 +41,12 @@ from specproof.impls.adapters.base import Adapter, SignatureForm
 
 __all__ = ["ADAPTER", "SIGNATURE", "call_kernel", "tree_links"]
 
+# the thresholds and ``deterministic`` belong to the form: :func:`call_kernel` passes them positionally, and
+# some entry points take them without defaults (SGLang's chain kernels, its JIT tree-kernel binding)
 SIGNATURE = ("predicts", "accept_index", "accept_token_num", "candidates", "retrive_index",
              "retrive_next_token", "retrive_next_sibling", "uniform_samples",
-             "uniform_samples_for_final_sampling", "target_probs", "draft_probs")
+             "uniform_samples_for_final_sampling", "target_probs", "draft_probs", "threshold_single",
+             "threshold_acc", "deterministic")
 
 
 def tree_links(parents: list[int]) -> tuple[list[int], list[int], int]:

@@ -17,7 +17,7 @@ from specproof.harness.check.contracts.batched import zero_target_scenarios
 from specproof.harness.check.intercept.injection import inject_check
 from specproof.harness.check.driver import check
 from specproof.impls.adapters import get_adapter, sglang_chain as sglang_chain_adapter, vllm_mrv2 as mrv2_adapter
-from specproof.impls.runtime_layouts import flashinfer, sglang_chain, vllm_mrv2, vllm_v1
+from specproof.impls.runtime_layouts import flashinfer, sglang_chain, sglang_tree, vllm_mrv2, vllm_v1
 from specproof.errors import SpecproofInputError
 
 MAX_TV = 0.2
@@ -232,3 +232,27 @@ def test_sglang_block_last_id_fallback_emits_a_probability_zero_token():
         draft.contiguous(), target.contiguous(), ids, torch.Generator().manual_seed(1))
     assert (released[:, :2] == torch.tensor([1, 3])).all()
     assert (canonical[:, :2] == torch.tensor([1, 0])).all() and (canonical[:, 2] == -1).all()
+
+
+def _released_spelling(layout):
+    """``layout`` behind SGLang's spelling: thresholds and ``deterministic`` without defaults."""
+    def kernel(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+               retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+               threshold_single, threshold_acc, deterministic):
+        layout(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+               retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+               threshold_single, threshold_acc, deterministic)
+
+    return kernel
+
+
+def test_sglang_adapters_take_the_released_signature_without_defaults():
+    """SGLang's chain kernels (and its JIT tree-kernel binding) take ``threshold_single, threshold_acc,
+    deterministic`` without defaults; the adapters pass them positionally, so that spelling is accepted."""
+    verify = SGLANG_CHAIN.wrap(_released_spelling(sglang_chain.chain_block_speculative_sampling_triton))
+    p = torch.tensor([0.5, 0.5, 0.0])
+    out = verify(p.expand(4, 1, 3).contiguous(), p.expand(4, 2, 3).contiguous(), torch.zeros((4, 1), dtype=torch.int64),
+                 torch.Generator().manual_seed(0))
+    assert out.shape == (4, 2) and bool((out[:, 0] == 0).all())  # p = q: the draft is always accepted
+    tree = get_adapter("sglang-tree")
+    assert tree.form_of(_released_spelling(sglang_tree.tree_speculative_sampling_target_only)) is tree.forms[0]
