@@ -75,6 +75,8 @@ BUG_CLASSES: dict[str, str] = {
     "edge-breaks-contract": "an edge draw the generator can produce makes the verifier raise or break its output "
                             "contract",
     "zero-key-race": "a race key of exactly 0 (exponential draw) lets a zero-weight token win",
+    "tiny-draw-key": "a key built from a uniform draw collapses at 0 and at its smallest values (e.g. -log(1 - u), "
+                     "0 once 1 - u rounds to 1) and lets a token of weight 0 win: clamp the key, not the uniform",
     "unclassified": "a token the target rules out",
 }
 
@@ -189,7 +191,10 @@ def _certain_rows(finding: Any) -> int:
     return int(round(finding.observed * finding.rows)) if finding.family != "rng-injection" else 0
 
 
-def _injection_class(record: dict[str, Any]) -> str:
+def _injection_class(record: dict[str, Any], records: Sequence[dict[str, Any]] = ()) -> str:
+    """The bug class of one injection finding; ``records``: every finding of the run (a uniform's zero edge
+    that flags together with its smallest positive one, in the same scenario and problem, is a key that
+    collapses at tiny draws, not an acceptance test admitting ``u == 0``)."""
     kind, label, problem = record.get("kind"), record.get("label"), record.get("problem", "")
     if kind is None:
         return "unclassified"
@@ -197,7 +202,12 @@ def _injection_class(record: dict[str, Any]) -> str:
         return "edge-breaks-contract"
     if kind == "multinomial":
         return "multinomial-float16" if "float16" in str(record.get("edges")) else "zero-key-race"
-    if kind == "uniform" and label == "zero":
+    if kind in ("uniform", "tl.rand") and label in ("zero", "smallest-positive"):
+        tiny = {r.get("label") for r in records if r.get("kind") == kind and r.get("scenario") == record.get("scenario")
+                and r.get("problem") == problem}
+        if {"zero", "smallest-positive"} <= tiny:
+            return "tiny-draw-key"
+    if kind in ("uniform", "tl.rand") and label == "zero":
         return "zero-draw-accepts"
     if kind == "exponential" and label == "zero":
         return "zero-key-race"
@@ -222,7 +232,7 @@ def _certain(result: Any, certain: list[Any], calls: Sequence[FailingCall]) -> D
     if best.family == "reproducibility":
         return Diagnosis("global-rng", best, f"two same-seeded runs differ in {rows} of {best.rows} rows")
     if best.family == "rng-injection":
-        cls = _injection_class(record or {})
+        cls = _injection_class(record or {}, injected)
         return Diagnosis(cls, best, f"certain: {best.event}")
     seen = f"certain: {rows} of {best.rows} rows emitted a token the target rules out"
     call = next((c for c in calls if c.scenario == best.scenario and c.label == best.event), None) or \

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import sys
 import textwrap
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -35,7 +36,7 @@ from specproof.harness.exact.triton_rng_edges import TRITON_EDGE_LABELS, triton_
 from specproof.errors import SpecproofInputError
 
 __all__ = ["PRIMITIVE_KINDS", "PrimitiveCall", "TritonEdgeInjection", "RandomnessSources", "randomness_sources",
-           "require_interpreter"]
+           "require_interpreter", "interpreting"]
 
 PRIMITIVE_KINDS = {"rand": "rand", "rand4x": "rand", "randn": "randn", "randn4x": "randn",
                    "randint": "randint", "randint4x": "randint", "philox": "randint"}
@@ -74,6 +75,17 @@ def require_interpreter() -> Any:
                                   "GPU and their draws cannot be intercepted",
                                   "set TRITON_INTERPRET=1 in the environment before triton is first imported")
     return tl
+
+
+def interpreting() -> bool:
+    """Whether Triton is loaded and runs its kernels in the CPU interpreter, so that its primitives can be
+    intercepted; never imports triton (a check of a verifier that does not use it pays nothing)."""
+    tl = sys.modules.get("triton.language")
+    if tl is None or os.environ.get("TRITON_INTERPRET") != "1":
+        return False
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(getattr(tl, "rand", None), InterpretedFunction)
 
 
 def _fill_value(edge: EdgeValue, dtype: np.dtype) -> np.ndarray:

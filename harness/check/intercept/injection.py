@@ -26,8 +26,14 @@ inside the C++ kernel (unseen by the mode); kind ``"multinomial"`` (opt-in, not 
 zero weight makes ``0/0 = NaN`` win, torch's own sampler defect, not the verifier's rule.  Not
 reachable: draws inside ``torch.compile`` graphs (the mode sets the documented
 ``ignore_compile_internals``: compiled regions run compiled and unseen, their RNG is inductor's own;
-without it dynamo refuses to compile under a user dispatch mode), custom C++/CUDA/Triton kernels, and
-numpy or Python ``random``.  A verifier with no injectable draw is reported as such.
+without it dynamo refuses to compile under a user dispatch mode), custom C++/CUDA kernels, Triton kernels
+compiled for a GPU, and numpy or Python ``random``.  Triton kernels run by Triton's CPU interpreter
+(``TRITON_INTERPRET=1``) are reached through their primitives instead: each pass also runs under
+:class:`~specproof.harness.triton_draws.interception.TritonEdgeInjection`, which records every ``tl.rand`` /
+``tl.randn`` / ``tl.randint`` (and their ``4x`` forms, ``tl.philox``) call as a draw of kind ``"tl.rand"``,
+``"tl.randn"`` or ``"tl.randint"`` and, in that kind's passes, writes the edges of Triton's own generator
+(:mod:`specproof.harness.exact.triton_rng_edges`: ``tl.rand`` is 0 with probability ``2^-31``) into the same
+fraction of its values.  A verifier with no injectable draw is reported as such.
 
 Rates.  ``injected_rate = flagged rows / rows`` is exact for the run.  The real generator's rate has a
 rigorous upper bound (:attr:`InjectionFinding.rate_bound`: the expected number of edge-valued draws per
@@ -56,15 +62,22 @@ from specproof.harness.check.seeding import SEED_LIMIT, generator, injection_see
 from specproof.harness.check.result import DEFAULT_TIMEOUT
 from specproof.harness.exact.dtypes import DTYPES
 from specproof.harness.exact.reference import fraction_string
-from specproof.harness.exact.edge_models import EdgeModel, edge_model_for_device
+from specproof.harness.exact.edge_models import EdgeModel, edge_model, edge_model_for_device
 from specproof.harness.exact.rng_edges import DRAW_KINDS, EDGE_LABELS, EdgeValue
+from specproof.harness.triton_draws.interception import PRIMITIVE_KINDS, TritonEdgeInjection, interpreting
 
-INJECTABLE_KINDS = DRAW_KINDS + ("multinomial",)  # multinomial: edges of its internal exponential keys
+TRITON_KINDS = {"tl.rand": "rand", "tl.randn": "randn", "tl.randint": "randint"}
+"""The check's draw kinds for Triton's primitives under the interpreter -> the Triton model's kinds."""
+DEFAULT_KINDS = DRAW_KINDS + tuple(TRITON_KINDS)  # what a check injects (multinomial is opt-in)
+INJECTABLE_KINDS = DRAW_KINDS + ("multinomial",) + tuple(TRITON_KINDS)  # multinomial: its internal exponential keys
 _GENERATOR_DEVICES = ("cpu", "cuda")  # torch generators with an edge model (harness.exact.edge_models)
 
 
 def _labels(model: EdgeModel, kind: str) -> tuple[str, ...]:
-    """The edge labels of ``kind`` draws under ``model`` (a multinomial's keys are exponential draws)."""
+    """The edge labels of ``kind`` draws under ``model`` (a multinomial's keys are exponential draws; Triton's
+    primitives have their own generator's, whatever the device)."""
+    if kind in TRITON_KINDS:
+        return edge_model("triton").labels[TRITON_KINDS[kind]]
     return model.labels["exponential" if kind == "multinomial" else kind]
 
 
@@ -75,7 +88,7 @@ def _edge(device: Any, kind: str, dtype: str, label: str) -> EdgeValue | None:
     kind = "exponential" if kind == "multinomial" else kind
     return next((e for e in model.edge_values(kind, dtype) if e.label == label), None)
 
-__all__ = ["EdgeInjection", "INJECTABLE_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
+__all__ = ["EdgeInjection", "PassInterception", "INJECTABLE_KINDS", "DEFAULT_KINDS", "TRITON_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
            "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text", "scenario_passes"]
 
 DEFAULT_FRACTION = Fraction(1, 16)
@@ -204,6 +217,49 @@ class EdgeInjection(DispatchMode):
         return out
 
 
+def _triton_record(call: Any) -> DrawRecord:
+    """A Triton primitive call as a draw record (device: the interpreter, on the CPU)."""
+    kind = PRIMITIVE_KINDS[call.primitive]
+    return DrawRecord(f"tl.{call.primitive}", f"tl.{kind}", "uint32" if kind == "randint" else "float32",
+                      "triton-interpreter", call.values, injected=call.replaced,
+                      edge=call.edge if call.replaced else None)
+
+
+class PassInterception:
+    """One pass's interception: :class:`EdgeInjection` for torch's draws and, when Triton runs in its CPU
+    interpreter (:func:`~specproof.harness.triton_draws.interception.interpreting`), Triton's primitives;
+    ``kind``/``label`` name the one edge the pass writes (a torch kind or one of :data:`TRITON_KINDS`)."""
+
+    def __init__(self, kind: str | None = None, label: str | None = None,
+                 fraction: Fraction = DEFAULT_FRACTION, seed: int = 0):
+        triton_kind = TRITON_KINDS.get(kind) if kind is not None else None
+        self.torch = EdgeInjection(None if triton_kind else kind, None if triton_kind else label, fraction, seed)
+        self.triton = TritonEdgeInjection({triton_kind: label} if triton_kind else {}, fraction,
+                                          seed % (2**63)) if interpreting() else None
+
+    def __enter__(self) -> "PassInterception":
+        if self.triton is not None:
+            self.triton.__enter__()
+        try:
+            self.torch.__enter__()
+        except BaseException:
+            if self.triton is not None:
+                self.triton.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.torch.__exit__(*exc)
+        finally:
+            if self.triton is not None:
+                self.triton.__exit__(*exc)
+
+    @property
+    def records(self) -> list[DrawRecord]:
+        return self.torch.records + ([_triton_record(c) for c in self.triton.calls] if self.triton else [])
+
+
 @dataclass(frozen=True)
 class InjectionFinding:
     """A certain, reproducible failure under one injected edge (``edges``: one per dtype injected)."""
@@ -252,7 +308,8 @@ class InjectionFinding:
         else:
             est = self.estimated_rate
             draw = ("an exponential key inside torch.multinomial (torch's own sampler, not the verifier's rule)"
-                    if self.kind == "multinomial" else f"a {self.kind} draw")
+                    if self.kind == "multinomial" else f"a {self.kind} draw" + (
+                        " (Triton's generator, under TRITON_INTERPRET=1)" if self.kind in TRITON_KINDS else ""))
             head = (f"{self.scenario}: {self.problem} when {draw} is {self.label} "
                     f"({'; '.join(e.describe() for e in self.edges)}); {self.flagged_rows}/{self.rows} rows "
                     f"with {fraction_string(self.fraction)} of entries injected")
@@ -311,7 +368,8 @@ class InjectionResult:
                  f"{self.passes} passes): {self.verdict}"]
         if self.verdict == "no-interceptable-randomness":
             lines.append("the verifier made no draw that can be injected (torch.rand/rand_like/uniform_/"
-                         "exponential_ on CPU); its rare-draw behaviour was NOT tested")
+                         "exponential_ on CPU or CUDA, tl.rand/tl.randn/tl.randint under TRITON_INTERPRET=1); its "
+                         "rare-draw behaviour was NOT tested")
         lines += [f"  draw: {d}" for d in self.draw_summary()]
         lines += [f"  FINDING {f.describe()}" for f in self.findings[:10]]
         if self.verdict in ("not-flagged", "incomplete") and self.edges_tried:
@@ -373,7 +431,7 @@ class _Pass:
         self.caller, self.subject, self.batch, self.seed = caller, subject, batch, seed
         self.rows = subject.batch_rows(batch)
 
-    def __call__(self, mode: EdgeInjection) -> Any:
+    def __call__(self, mode: PassInterception) -> Any:
         device = self.caller.device
         cuda = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
@@ -402,7 +460,7 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
     for problem, rows_flagged in unaided.items():
         if rows_flagged.any():
             first = int(np.flatnonzero(rows_flagged)[0])
-            same = bool((np.asarray(run(EdgeInjection())) == np.asarray(base)).all())
+            same = bool((np.asarray(run(PassInterception())) == np.asarray(base)).all())
             findings.append(InjectionFinding(name, problem, None, None, (), Fraction(0), rows, int(rows_flagged.sum()),
                                              same, run.example(base, base, first)))
     passes, tried = 0, []
@@ -416,8 +474,8 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
                 continue
             passes += 1
 
-            def injected() -> tuple[EdgeInjection, Any]:
-                mode = EdgeInjection(kind, label, fraction, run.seed)
+            def injected() -> tuple[PassInterception, Any]:
+                mode = PassInterception(kind, label, fraction, run.seed)
                 try:
                     return mode, run(mode)
                 except (ContractViolation, VerifierError) as error:
@@ -451,7 +509,7 @@ def _scenario_findings(run: _Pass, base: Any, kinds: tuple[str, ...], fraction: 
 
 
 def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype: str, seed: int, rows: int,
-                  fraction: Any = DEFAULT_FRACTION, kinds: tuple[str, ...] = DRAW_KINDS, fail_fast: bool = False,
+                  fraction: Any = DEFAULT_FRACTION, kinds: tuple[str, ...] = DEFAULT_KINDS, fail_fast: bool = False,
                   deadline: Deadline | None = None) -> InjectionResult:
     """The RNG edge injection on prepared scenarios of any contract (module docstring).
 
@@ -482,7 +540,7 @@ def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype
             continue
         pass_seed = injection_seed(seed, index)
         run = _Pass(caller, subject, subject.sample(rows, generator(pass_seed)), pass_seed)
-        baseline = EdgeInjection()
+        baseline = PassInterception()
         base = run(baseline)
         records += baseline.records
         more, n, edges = _scenario_findings(run, base, kinds, frac, baseline.records, deadline, not_run)
@@ -507,7 +565,7 @@ def run_injection(subjects: Sequence[PreparedScenario], caller: Caller, *, dtype
 
 def inject_check(target: Callable[..., Any], *, contract: str = "batched", dtype: Any = "float32",
                  device: str = "cpu", seed: int = 0, rows: int = DEFAULT_ROWS, fraction: Any = DEFAULT_FRACTION,
-                 scenarios: list[Any] | None = None, kinds: tuple[str, ...] = DRAW_KINDS,
+                 scenarios: list[Any] | None = None, kinds: tuple[str, ...] = DEFAULT_KINDS,
                  timeout: float | None = DEFAULT_TIMEOUT, fail_fast: bool = False,
                  deadline: Deadline | None = None, **contract_options: Any) -> InjectionResult:
     """The RNG edge injection alone on ``target`` (:func:`run_injection`): on ``scenarios`` of the

@@ -114,3 +114,18 @@ def test_rules_a_short_run_cannot_tell_apart_are_named_together():
     line = result.diagnosis_line()
     assert line.startswith("Diagnosis: either ") and "more rows tell them apart" in line
     assert found.as_json()["alternatives"] == list(found.alternatives)
+
+
+def test_a_uniform_edge_is_an_acceptance_at_zero_unless_its_smallest_value_fails_too():
+    """``u <= p/q`` fails at ``u == 0`` only; a key ``-log(1 - u)`` that collapses to 0 fails at the smallest
+    positive uniform as well (Triton's ``2^-31``: ``1 - u`` rounds to 1), in the same scenario."""
+    from specproof.harness.check.diagnosis import _injection_class
+    from specproof.harness.check.contracts.prepared import ZERO_TOKEN
+
+    zero = {"kind": "tl.rand", "label": "zero", "scenario": "s", "problem": ZERO_TOKEN}
+    tiny = dict(zero, label="smallest-positive")
+    elsewhere = dict(tiny, scenario="t")
+    assert _injection_class(zero, [zero]) == "zero-draw-accepts"
+    assert _injection_class(zero, [zero, elsewhere]) == "zero-draw-accepts"
+    assert _injection_class(zero, [zero, tiny]) == _injection_class(tiny, [zero, tiny]) == "tiny-draw-key"
+    assert _injection_class(dict(zero, kind="uniform"), [dict(zero, kind="uniform")]) == "zero-draw-accepts"
