@@ -101,12 +101,15 @@ class TritonEdgeInjection:
 
     ``labels`` maps a draw kind (``"rand"``, ``"randn"``, ``"randint"``) to an edge label of
     :data:`~specproof.harness.exact.triton_rng_edges.TRITON_EDGE_LABELS`; kinds not named are recorded
-    but left untouched.  ``calls`` lists every primitive call made inside the context, in order."""
+    but left untouched.  ``calls`` lists every primitive call made inside the context, in order;
+    ``kernels`` the Python function of every kernel launched inside it (first launch order), whose
+    source :func:`randomness_sources` reads (:meth:`hash_sources`)."""
 
     labels: Mapping[str, str]
     fraction: Fraction = Fraction(1, 16)
     seed: int = 0
     calls: list[PrimitiveCall] = field(default_factory=list)
+    kernels: list[Any] = field(default_factory=list)
     _saved: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -133,17 +136,43 @@ class TritonEdgeInjection:
 
     def __enter__(self) -> "TritonEdgeInjection":
         tl = require_interpreter()
+        from triton.runtime.interpreter import InterpretedFunction
+
         for name in PRIMITIVE_KINDS:
             self._saved[name] = getattr(tl, name)
             setattr(tl, name, self._intercept(name, self._saved[name]))
+        launch = self._saved["run"] = InterpretedFunction.run
+        kernels = self.kernels
+
+        def run(interpreted, *args, **kwargs):  # a kernel launch: note its function, then launch it as before
+            if interpreted.fn not in kernels:
+                kernels.append(interpreted.fn)
+            return launch(interpreted, *args, **kwargs)
+
+        InterpretedFunction.run = run
         return self
 
     def __exit__(self, *exc) -> None:
         import triton.language as tl
+        from triton.runtime.interpreter import InterpretedFunction
 
+        InterpretedFunction.run = self._saved.pop("run")
         for name, original in self._saved.items():
             setattr(tl, name, original)
         self._saved.clear()
+
+    def hash_sources(self) -> list["RandomnessSources"]:
+        """The launched kernels that show signs of randomness built from integer hashes (:func:`randomness_sources`;
+        a kernel whose source cannot be read is skipped)."""
+        found = []
+        for kernel in self.kernels:
+            try:
+                sources = randomness_sources(kernel)
+            except (OSError, TypeError, SyntaxError, SpecproofInputError):
+                continue
+            if sources.hash_based:
+                found.append(sources)
+        return found
 
     def _intercept(self, name: str, original):
         kind = PRIMITIVE_KINDS[name]

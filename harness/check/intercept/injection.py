@@ -257,7 +257,14 @@ class PassInterception:
 
     @property
     def records(self) -> list[DrawRecord]:
-        return self.torch.records + ([_triton_record(c) for c in self.triton.calls] if self.triton else [])
+        """Torch's draws, Triton's primitive calls, and one record per launched Triton kernel that builds
+        randomness from integer hashes (not injectable: its rare draws are NOT tested)."""
+        if self.triton is None:
+            return self.torch.records
+        hashed = [DrawRecord(f"Triton kernel {k.kernel}", None, "", "triton-interpreter", 0,
+                             "randomness built from integer hashes, which no interception reaches: its rare draws "
+                             f"are NOT tested ({'; '.join(k.hash_signs)})") for k in self.triton.hash_sources()]
+        return self.torch.records + [_triton_record(c) for c in self.triton.calls] + hashed
 
 
 @dataclass(frozen=True)
@@ -359,8 +366,8 @@ class InjectionResult:
         for r in self.draws:
             key = (r.op, r.dtype, r.device, r.kind, r.reason)
             seen[key] = seen.get(key, 0) + r.entries
-        return [f"{op} {dt} on {dev}: {n} entries, " + (f"injectable as {kind}" if kind else f"not injected ({why})")
-                for (op, dt, dev, kind, why), n in seen.items()]
+        return [(f"{op} {dt} on {dev}: {n} entries, " if dt else f"{op} on {dev}: ")  # no dtype: not a draw op
+                + (f"injectable as {kind}" if kind else f"not injected ({why})") for (op, dt, dev, kind, why), n in seen.items()]
 
     def summary(self) -> str:
         lines = [f"RNG edge injection ({self.dtype}, {self.device}, seed {self.seed}, {self.rows} rows x "

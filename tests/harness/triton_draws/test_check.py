@@ -65,6 +65,27 @@ def gumbel_draw(w_ptr, out_ptr, seed, V: tl.constexpr, BLOCK: tl.constexpr, GUAR
     tl.store(out_ptr + row, tl.argmax(keys, 0))
 
 
+@triton.jit
+def hashed_acceptance(p_ptr, q_ptr, ids_ptr, out_ptr, seed, K: tl.constexpr, V: tl.constexpr):
+    """``u * q < p`` with ``u`` hashed from the seed and the row's slot (xor-shift mixing, as seeded kernels
+    do): no Triton primitive, nothing the injection can reach."""
+    row = tl.program_id(0)
+    going = 1
+    n = 0
+    for i in range(K):
+        x = tl.load(ids_ptr + row * K + i)
+        p = tl.load(p_ptr + (row * (K + 1) + i) * V + x)
+        q = tl.load(q_ptr + (row * K + i) * V + x)
+        h = (seed + row * (K + 1) + i).to(tl.uint32)
+        h = h ^ (h >> 16)
+        h = h * 0x45D9F3B
+        h = h ^ (h >> 16)
+        u = ((h >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
+        going = going * (u * q < p).to(tl.int32)
+        n += going
+    tl.store(out_ptr + row, n)
+
+
 def _seed(generator):
     return int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
 
@@ -136,3 +157,27 @@ def test_unguarded_gumbel_key_lets_a_masked_token_win():
     assert all("target probability 0" in f.problem for f in flagged.findings)
     assert {f.label for f in flagged.findings} == {"zero", "smallest-positive"}
     assert flagged.findings[0].edges[0].probability == Fraction(1, 2**31)
+
+
+def triton_hashed(draft_probs, target_probs, draft_token_ids, generator):
+    """Acceptance coins from an integer hash in the kernel, and the correction's needle from an integer hash
+    in torch (a torch.rand would be injectable): the only torch draw is the seed."""
+    batch, drafts, vocab = draft_probs.shape
+    p, q = target_probs.float().contiguous(), draft_probs.float().contiguous()
+    seed = _seed(generator)
+    accepted = torch.empty(batch, dtype=torch.int32)
+    hashed_acceptance[(batch,)](p, q, draft_token_ids.contiguous(), accepted, seed, K=drafts, V=vocab)
+    n = accepted.to(torch.int64)
+    weights = correction_weights(rows_at(p, n), rows_at(q, n.clamp(max=drafts - 1)), n == drafts)
+    words = (torch.arange(batch, dtype=torch.int64) + seed) * 2654435761 % 2**32
+    needle = ((words >> 8).to(torch.float32) + 0.5) / 2**24
+    final = (weights.cumsum(-1) <= needle[:, None] * weights.sum(-1, keepdim=True)).sum(-1).clamp(max=vocab - 1)
+    return assemble_emitted(draft_token_ids, n, final)
+
+
+def test_a_kernel_hashing_its_own_randomness_is_reported_as_not_tested():
+    result = inject_check(triton_hashed, rows=16, seed=2, scenarios=_scenarios()[:1])
+    assert result.verdict == "no-interceptable-randomness", result.summary()
+    assert "rare-draw behaviour was NOT tested" in result.summary()
+    line = next(d for d in result.draw_summary() if d.startswith("Triton kernel hashed_acceptance"))
+    assert "integer hashes" in line and "xor-shift mixing" in line and "NOT tested" in line
