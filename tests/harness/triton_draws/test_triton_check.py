@@ -28,6 +28,13 @@ ROWS = 64
 
 
 @triton.jit
+def drafted(p_ptr, q_ptr, ids_ptr, row, i, K: tl.constexpr, V: tl.constexpr):
+    """``(p(x_i), q(x_i))`` of row ``row``'s draft ``i`` (target rows ``[B, K+1, V]``, draft rows ``[B, K, V]``)."""
+    x = tl.load(ids_ptr + row * K + i)
+    return tl.load(p_ptr + (row * (K + 1) + i) * V + x), tl.load(q_ptr + (row * K + i) * V + x)
+
+
+@triton.jit
 def accepted_drafts(p_ptr, q_ptr, ids_ptr, out_ptr, seed, K: tl.constexpr, V: tl.constexpr,
                     STRICT: tl.constexpr):
     """Per row: how many leading drafts pass ``u < p/q`` (``u <= p/q`` unless STRICT), ``u = tl.rand``."""
@@ -35,9 +42,7 @@ def accepted_drafts(p_ptr, q_ptr, ids_ptr, out_ptr, seed, K: tl.constexpr, V: tl
     going = 1
     n = 0
     for i in range(K):
-        x = tl.load(ids_ptr + row * K + i)
-        p = tl.load(p_ptr + (row * (K + 1) + i) * V + x)
-        q = tl.load(q_ptr + (row * K + i) * V + x)
+        p, q = drafted(p_ptr, q_ptr, ids_ptr, row, i, K, V)
         u = tl.rand(seed, row * (K + 1) + i)
         if STRICT:
             ok = u < p / q
@@ -73,9 +78,7 @@ def hashed_acceptance(p_ptr, q_ptr, ids_ptr, out_ptr, seed, K: tl.constexpr, V: 
     going = 1
     n = 0
     for i in range(K):
-        x = tl.load(ids_ptr + row * K + i)
-        p = tl.load(p_ptr + (row * (K + 1) + i) * V + x)
-        q = tl.load(q_ptr + (row * K + i) * V + x)
+        p, q = drafted(p_ptr, q_ptr, ids_ptr, row, i, K, V)
         h = (seed + row * (K + 1) + i).to(tl.uint32)
         h = h ^ (h >> 16)
         h = h * 0x45D9F3B
