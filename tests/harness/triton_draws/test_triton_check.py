@@ -25,68 +25,76 @@ from specproof.impls.kernels.sampling import correction_weights  # noqa: E402
 
 TL_RAND_MIN = 4.6566127342e-10
 ROWS = 64
+R = 16  # rows per program
+TILE = 1 << 20  # Triton's largest tensor (numel)
 
 
 @triton.jit
-def drafted(p_ptr, q_ptr, ids_ptr, row, i, K: tl.constexpr, V: tl.constexpr):
-    """``(p(x_i), q(x_i))`` of row ``row``'s draft ``i`` (target rows ``[B, K+1, V]``, draft rows ``[B, K, V]``)."""
-    x = tl.load(ids_ptr + row * K + i)
-    return tl.load(p_ptr + (row * (K + 1) + i) * V + x), tl.load(q_ptr + (row * K + i) * V + x)
+def drafted(p_ptr, q_ptr, ids_ptr, rows, live, i, K: tl.constexpr, V: tl.constexpr):
+    """``(p(x_i), q(x_i))`` of draft ``i`` of each row in ``rows`` (target ``[B, K+1, V]``, draft ``[B, K, V]``)."""
+    x = tl.load(ids_ptr + rows * K + i, mask=live, other=0)
+    return (tl.load(p_ptr + (rows * (K + 1) + i) * V + x, mask=live, other=0.0),
+            tl.load(q_ptr + (rows * K + i) * V + x, mask=live, other=1.0))
 
 
 @triton.jit
-def accepted_drafts(p_ptr, q_ptr, ids_ptr, out_ptr, seed, K: tl.constexpr, V: tl.constexpr,
-                    STRICT: tl.constexpr):
-    """Per row: how many leading drafts pass ``u < p/q`` (``u <= p/q`` unless STRICT), ``u = tl.rand``."""
-    row = tl.program_id(0)
-    going = 1
-    n = 0
+def accepted_drafts(p_ptr, q_ptr, ids_ptr, out_ptr, seed, B, K: tl.constexpr, V: tl.constexpr,
+                    R: tl.constexpr, STRICT: tl.constexpr):
+    """Per row (``R`` rows a program): how many leading drafts pass ``u < p/q`` (``u <= p/q`` unless STRICT),
+    ``u = tl.rand``."""
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    live = rows < B
+    going = tl.full([R], 1, tl.int32)
+    n = tl.zeros([R], tl.int32)
     for i in range(K):
-        p, q = drafted(p_ptr, q_ptr, ids_ptr, row, i, K, V)
-        u = tl.rand(seed, row * (K + 1) + i)
+        p, q = drafted(p_ptr, q_ptr, ids_ptr, rows, live, i, K, V)
+        u = tl.rand(seed, rows * (K + 1) + i)
         if STRICT:
             ok = u < p / q
         else:
             ok = u <= p / q
         going = going * ok.to(tl.int32)
         n += going
-    tl.store(out_ptr + row, n)
+    tl.store(out_ptr + rows, n, mask=live)
 
 
 @triton.jit
-def gumbel_draw(w_ptr, out_ptr, seed, V: tl.constexpr, BLOCK: tl.constexpr, GUARD: tl.constexpr):
+def gumbel_draw(w_ptr, out_ptr, seed, B, V: tl.constexpr, BLOCK: tl.constexpr, R: tl.constexpr,
+                GUARD: tl.constexpr):
     """Per row: ``argmax log w - log E`` with ``E = -log(1 - u)``, masked tokens at a finite floor; GUARD
     clamps ``E`` (0 when ``u`` is 0 or below 2^-25, where ``1 - u`` rounds to 1) to the smallest ``tl.rand``."""
-    row = tl.program_id(0)
+    rows = tl.program_id(0) * R + tl.arange(0, R)
     offsets = tl.arange(0, BLOCK)
-    inside = offsets < V
-    w = tl.load(w_ptr + row * V + offsets, mask=inside, other=0.0)
+    live = rows < B
+    inside = (offsets < V)[None, :] & live[:, None]
+    w = tl.load(w_ptr + rows[:, None] * V + offsets[None, :], mask=inside, other=0.0)
     logits = tl.where(w > 0, tl.log(w), -1.0e30)
-    u = tl.rand(seed, row * BLOCK + offsets)
+    u = tl.rand(seed, rows[:, None] * BLOCK + offsets[None, :])
     exponential = -tl.log(1.0 - u)
     if GUARD:
         exponential = tl.maximum(exponential, TL_RAND_MIN)
     keys = tl.where(inside, logits - tl.log(exponential), -float("inf"))
-    tl.store(out_ptr + row, tl.argmax(keys, 0))
+    tl.store(out_ptr + rows, tl.argmax(keys, 1), mask=live)
 
 
 @triton.jit
-def hashed_acceptance(p_ptr, q_ptr, ids_ptr, out_ptr, seed, K: tl.constexpr, V: tl.constexpr):
+def hashed_acceptance(p_ptr, q_ptr, ids_ptr, out_ptr, seed, B, K: tl.constexpr, V: tl.constexpr, R: tl.constexpr):
     """``u * q < p`` with ``u`` hashed from the seed and the row's slot (xor-shift mixing, as seeded kernels
     do): no Triton primitive, nothing the injection can reach."""
-    row = tl.program_id(0)
-    going = 1
-    n = 0
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    live = rows < B
+    going = tl.full([R], 1, tl.int32)
+    n = tl.zeros([R], tl.int32)
     for i in range(K):
-        p, q = drafted(p_ptr, q_ptr, ids_ptr, row, i, K, V)
-        h = (seed + row * (K + 1) + i).to(tl.uint32)
+        p, q = drafted(p_ptr, q_ptr, ids_ptr, rows, live, i, K, V)
+        h = (seed + rows * (K + 1) + i).to(tl.uint32)
         h = h ^ (h >> 16)
         h = h * 0x45D9F3B
         h = h ^ (h >> 16)
         u = ((h >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
         going = going * (u * q < p).to(tl.int32)
         n += going
-    tl.store(out_ptr + row, n)
+    tl.store(out_ptr + rows, n, mask=live)
 
 
 def _seed(generator):
@@ -99,13 +107,15 @@ def _round(draft_probs, target_probs, draft_token_ids, generator, strict, gumbel
     batch, drafts, vocab = draft_probs.shape
     p, q = target_probs.float().contiguous(), draft_probs.float().contiguous()
     accepted = torch.empty(batch, dtype=torch.int32)
-    accepted_drafts[(batch,)](p, q, draft_token_ids.contiguous(), accepted, _seed(generator), K=drafts, V=vocab,
-                              STRICT=strict)
+    accepted_drafts[(triton.cdiv(batch, R),)](p, q, draft_token_ids.contiguous(), accepted, _seed(generator), batch,
+                                              K=drafts, V=vocab, R=R, STRICT=strict)
     n = accepted.to(torch.int64)
     weights = correction_weights(rows_at(p, n), rows_at(q, n.clamp(max=drafts - 1)), n == drafts).contiguous()
     drawn = torch.empty(batch, dtype=torch.int32)
-    gumbel_draw[(batch,)](weights, drawn, _seed(generator), V=vocab, BLOCK=triton.next_power_of_2(vocab),
-                          GUARD=gumbel == "guarded")
+    block = triton.next_power_of_2(vocab)
+    rows = max(1, min(R, TILE // block))  # a [rows, block] tile stays within Triton's largest tensor
+    gumbel_draw[(triton.cdiv(batch, rows),)](weights, drawn, _seed(generator), batch, V=vocab, BLOCK=block, R=rows,
+                                             GUARD=gumbel == "guarded")
     return assemble_emitted(draft_token_ids, n, drawn.to(torch.int64))
 
 
@@ -169,7 +179,8 @@ def triton_hashed(draft_probs, target_probs, draft_token_ids, generator):
     p, q = target_probs.float().contiguous(), draft_probs.float().contiguous()
     seed = _seed(generator)
     accepted = torch.empty(batch, dtype=torch.int32)
-    hashed_acceptance[(batch,)](p, q, draft_token_ids.contiguous(), accepted, seed, K=drafts, V=vocab)
+    hashed_acceptance[(triton.cdiv(batch, R),)](p, q, draft_token_ids.contiguous(), accepted, seed, batch, K=drafts,
+                                                V=vocab, R=R)
     n = accepted.to(torch.int64)
     weights = correction_weights(rows_at(p, n), rows_at(q, n.clamp(max=drafts - 1)), n == drafts)
     words = (torch.arange(batch, dtype=torch.int64) + seed) * 2654435761 % 2**32
