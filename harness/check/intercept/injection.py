@@ -88,8 +88,9 @@ def _edge(device: Any, kind: str, dtype: str, label: str) -> EdgeValue | None:
     kind = "exponential" if kind == "multinomial" else kind
     return next((e for e in model.edge_values(kind, dtype) if e.label == label), None)
 
-__all__ = ["EdgeInjection", "PassInterception", "INJECTABLE_KINDS", "DEFAULT_KINDS", "TRITON_KINDS", "DrawRecord", "InjectionFinding", "InjectionResult", "inject_check",
-           "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS", "kinds_drawn", "not_run_text", "scenario_passes"]
+__all__ = ["EdgeInjection", "PassInterception", "INJECTABLE_KINDS", "DEFAULT_KINDS", "TRITON_KINDS", "DrawRecord",
+           "InjectionFinding", "InjectionResult", "inject_check", "run_injection", "DEFAULT_FRACTION", "DEFAULT_ROWS",
+           "kinds_drawn", "not_run_text", "scenario_passes"]
 
 DEFAULT_FRACTION = Fraction(1, 16)
 _CONTRACT = "broke the contract or raised"
@@ -367,7 +368,8 @@ class InjectionResult:
             key = (r.op, r.dtype, r.device, r.kind, r.reason)
             seen[key] = seen.get(key, 0) + r.entries
         return [(f"{op} {dt} on {dev}: {n} entries, " if dt else f"{op} on {dev}: ")  # no dtype: not a draw op
-                + (f"injectable as {kind}" if kind else f"not injected ({why})") for (op, dt, dev, kind, why), n in seen.items()]
+                + (f"injectable as {kind}" if kind else f"not injected ({why})")
+                for (op, dt, dev, kind, why), n in seen.items()]
 
     def summary(self) -> str:
         lines = [f"RNG edge injection ({self.dtype}, {self.device}, seed {self.seed}, {self.rows} rows x "
