@@ -14,9 +14,10 @@ BLOCKS = tuple(1 << b for b in range(10, 17))  # the power-of-two tile widths ke
 # The default batched suite holds one runtime-sized scenario: the tiled scenario at V = 151,936 (above 2^17,
 # no power-of-two block divides it) as a certainty probe (impossible outcomes only: a token of target
 # probability 0, a broken output contract, a crash at that size), 254 rows.  The statistical tiled scenario
-# is opt-in (--vocab): at the stated power it needs about 18,880 rows, each a pass over V entries in a plain
-# torch verifier, and it doubled a default check or more (tiled_ratio_invcdf 99.8 s against 48.7 s and
-# 43.7 s, busy; tiled_ratio_race 85.8 s against 9.6 s, idle), against the 30% the default may grow by.
+# is opt-in (--vocab): at the stated power it needs 12,736 rows (V = 131,072 and 151,936), each a pass over
+# V entries in a plain torch verifier, and it doubled a default check or more (tiled_ratio_invcdf 99.8 s
+# against 48.7 s and 43.7 s, busy; tiled_ratio_race 85.8 s against 9.6 s, idle), against the 30% the default
+# may grow by.
 RUNTIME_PROBE_VOCAB = 151936
 MIN_VOCAB = 2
 # the rows of one call hold at least 3 V probabilities each; 2^24 keeps one row under 200 MiB in

@@ -15,7 +15,8 @@ The target ``p`` (the law of the first emitted token, which every event tests):
   is the hub's tile at ``1 - 2^-5``, so the quota is that of a peaked law: the variance of the
   hardest event is ``2^-5 (1 - 2^-5) = 0.030`` against 0.25 at 1/2, about 1/6 of the rows
   (:func:`..stats.statistics.samples_for_shift`: 11,904 against 78,848 rows for a shift of 0.017 at
-  a 20.5-nat threshold; a default check spent 18,880 rows on the scenario at V = 131,072).
+  a 20.5-nat threshold; a default ``--vocab`` check spends 12,736 rows on the scenario at
+  V = 131,072 and at 151,936 alike).
 * a residual *tail* of ``3/4`` of the rest, 6,144 units, one unit a token, at even offsets 2..2,048
   of six 4,096-token tiles two apart below the last full tile (tiles 20..30 at ``V = 131,072``,
   25..35 at 151,936: all above the hub, and four of them in one 32,768-token tile);
