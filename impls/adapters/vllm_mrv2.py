@@ -19,7 +19,10 @@ Conversion of one harness round ``[B, K, V]``:
   ``expanded_idx_mapping``/``expanded_local_pos``: the request and the step of each logit row;
 - ``temperature = 1`` (float32, the random path; the logits are the processed ones);
   ``seed [B]`` int64: one seed per request drawn from the harness generator (:func:`.base.derived_seeds`);
-  ``num_speculative_steps = K``; the mode keywords keep their defaults (standard verification);
+  ``num_speculative_steps = K``; the mode keywords keep their defaults (standard verification): to check
+  block verification or FLy, check a ``functools.partial`` of the function with ``use_block_verification=True``
+  or ``fly_window_size=W`` (FLy's keywords exist only in the heads of pull request #53987; the watermark
+  keywords of later heads are not passed either);
 - the output: ``sampled`` with the entries at or past ``num_sampled`` set to ``-1``.
 
 Randomness: every draw of MRV2 is counter-based on ``(seed, pos)``; the seeds come from the harness

@@ -7,7 +7,8 @@ runner V2 spec-decode path, Triton kernels on GPU)::
                      cu_num_logits [R+1], pos [L], idx_mapping [R], expanded_idx_mapping [L],
                      expanded_local_pos [L], temperature [max_reqs], seed [max_reqs],
                      num_speculative_steps, synthetic_conditional_rates=None, use_fp64=False,
-                     use_block_verification=False) -> (sampled [R, S+1] int64, num_sampled [R] int32)
+                     use_block_verification=False, fly_window_size=0, fly_entropy_threshold=0.3)
+        -> (sampled [R, S+1] int64, num_sampled [R] int32)
 
 Request ``r`` owns logit rows ``cu[r] .. cu[r+1]-1``: ``n = cu[r+1] - cu[r] - 1`` draft positions and
 the bonus row. Its draft token at step ``i`` is ``draft_sampled[cu[r] + i + 1]`` (row 0 of each request
@@ -26,8 +27,18 @@ Modes (all written here as the kernels compute them, in torch, one request at a 
   ``m_{i+1} = sum_x max(P_i p_{i+1}(x) - q_{i+1}(x), 0)`` (``h = P_{n-1}`` at the last step); the
   accepted length is the last ``i + 1`` with ``u_i <= h_i``, and the resample at ``tau`` draws from
   ``max(P_{tau-1} p_tau - q_tau, 0)``;
-* synthetic (``synthetic_conditional_rates``): accept iff ``u < rate_i``, lossy by design;
-* greedy (``temperature == 0``): accept iff the draft is the target argmax, emit the argmax on rejection.
+* synthetic (``synthetic_conditional_rates``): accept iff ``u < rate_i`` (greedy requests too), lossy by
+  design;
+* greedy (``temperature == 0``): accept iff the draft is the target argmax, emit the argmax on rejection;
+* FLy (``fly_window_size = W > 0``, ``fly_entropy_threshold``; Li et al. 2025, "Training-Free Loosely
+  Speculative Decoding"), lossy by design: the standard or greedy test runs as above, but its first
+  rejection at ``i`` is deferred when the draft has nonzero target (and draft) probability, ``i + W < n``
+  and the target's entropy over its top 3 tokens (full-softmax ``p``, nats, not normalised) is at least
+  the threshold; the deferred draft counts as accepted only if the next ``W`` drafts all pass the native
+  test, otherwise the round stops at ``i`` and resamples there; no extra random number is drawn. Written
+  from the MRV2 heads of vLLM pull request #53987 (commits ``95d5dba0``, ``1719fb1e``: the keywords
+  ``fly_window_size=0, fly_entropy_threshold=0.3`` follow the watermark keywords, which this layout does not
+  take); no vLLM release that ships it was confirmed (an earlier pull request, #50808, was closed unmerged).
 
 Randomness: the kernels draw counter-based Philox numbers ``tl.rand(seed, pos)`` and Gumbel keys
 ``tl.rand(randint(seed, pos), token)``; this torch rewrite keys one ``torch.Generator`` per
@@ -44,15 +55,19 @@ with ``includes_zero=True``, as before the ``_TL_RAND_MIN`` clamp): ``u = 0`` gi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from specproof.impls.kernels.sampling import counter_uniforms
 
-__all__ = ["TL_RAND_MIN", "rejection_sample", "rejection_sample_zero_gumbel_key"]
+__all__ = ["FLY_ENTROPY_TOP_K", "TL_RAND_MIN", "fly_entropy", "rejection_sample", "rejection_sample_zero_gumbel_key"]
 
 TL_RAND_MIN = 4.6566127342e-10
 """The smallest positive float32 ``tl.rand`` value (``harness.exact.triton_rng_edges``): the kernels' clamp."""
+FLY_ENTROPY_TOP_K = 3
+"""FLy's entropy gate reads the target's top 3 tokens (``VLLM_FLY_ENTROPY_TOP_K``, later ``fly_entropy_top_k``)."""
 _ACCEPT_STREAM, _GUMBEL_STREAM = 0, 1
 
 
@@ -75,8 +90,88 @@ def _residual_logits(target_lp: torch.Tensor, draft_lp: torch.Tensor, log_scale:
     return torch.where(ratio < 1.0, shifted + torch.log1p(-ratio), torch.full_like(shifted, -math.inf))
 
 
-def _request(r, target_logits, draft_logits, draft_sampled, cu, pos, idx_mapping, temperature, seed,
-             synthetic_conditional_rates, use_block_verification, clamp_keys):
+@dataclass(frozen=True)
+class _Mode:
+    """The keyword modes of one ``rejection_sample`` call, and whether the Gumbel keys are clamped."""
+    synthetic_conditional_rates: Any = None
+    use_block_verification: bool = False
+    fly_window_size: int = 0
+    fly_entropy_threshold: float = 0.3
+    clamp_keys: bool = True
+
+    def __post_init__(self):
+        if self.fly_window_size < 0:
+            raise ValueError(f"fly_window_size must be >= 0 (0 turns FLy off), got {self.fly_window_size}")
+        if self.fly_window_size and (self.synthetic_conditional_rates is not None or self.use_block_verification):
+            raise ValueError("FLy (fly_window_size > 0) combines with neither synthetic rates nor block "
+                             "verification (the dispatcher's rule)")
+
+
+def fly_entropy(target_lp: torch.Tensor, top_k: int = FLY_ENTROPY_TOP_K) -> float:
+    """FLy's gate value: ``-sum p log p`` in nats over the ``top_k`` most likely tokens, with ``p`` the full
+    softmax's probabilities (not renormalised over the top ``k``, not divided by ``log V``); float32."""
+    top = torch.topk(target_lp.to(torch.float32), min(top_k, target_lp.shape[-1])).values
+    p = torch.exp(top)
+    return float(-torch.where(p > 0, p * top, torch.zeros_like(p)).sum())
+
+
+def _block_length(n, drafts, target_lp, draft_lp, u, log_ratio) -> int:
+    """Block verification: the last ``i + 1`` with ``u_i <= h_i`` (``log_ratio`` receives ``log P_i``)."""
+    running = 0.0
+    for i in range(n):
+        running = min(running + float(target_lp[i][drafts[i]] - draft_lp[i][drafts[i]]), 0.0)
+        log_ratio[i] = running
+    length = 0
+    for i in range(n):
+        ratio_i = math.exp(log_ratio[i])
+        if i < n - 1:
+            mass = float(torch.clamp(ratio_i * torch.exp(target_lp[i + 1]) - torch.exp(draft_lp[i + 1]),
+                                     min=0.0).sum())
+            denominator = mass + 1.0 - ratio_i
+            h = mass / denominator if denominator > 0.0 else 1.0
+        else:
+            h = ratio_i
+        if u[i] <= h:
+            length = i + 1
+    return length
+
+
+def _chain_length(n, drafts, target_lp, draft_lp, u, greedy, mode: _Mode) -> int:
+    """Left-to-right verification (standard, synthetic, greedy), with FLy's deferred window when on: the
+    first native rejection at ``i`` is held open if its draft has nonzero target (and draft) probability, the
+    window fits (``i + W < n``) and the target's top-3 entropy at ``i`` is at least the threshold; the held
+    draft and the next ``W`` are kept only if those ``W`` all pass natively, else the round stops at ``i``."""
+    window, accepted, pending = mode.fly_window_size, 0, -1
+    for i in range(n):
+        x = drafts[i]
+        valid = x >= 0
+        lp = float(target_lp[i][max(x, 0)])
+        if mode.synthetic_conditional_rates is not None:
+            native = u[i] < float(mode.synthetic_conditional_rates[i])
+            can_defer = False
+        elif greedy:
+            native = x == int(torch.argmax(target_lp[i]).item())
+            can_defer = lp > -math.inf
+        else:
+            lq = float(draft_lp[i][max(x, 0)])
+            native = lp > math.log(u[i]) + lq
+            can_defer = lp > -math.inf and lq > -math.inf
+        native, can_defer = native and valid, can_defer and valid
+        if pending >= 0:
+            if not native:
+                break
+            if i - pending == window:
+                accepted, pending = i + 1, -1
+        elif native:
+            accepted = i + 1
+        elif window and can_defer and i + window < n and fly_entropy(target_lp[i]) >= mode.fly_entropy_threshold:
+            pending = i
+        else:
+            break
+    return accepted
+
+
+def _request(r, target_logits, draft_logits, draft_sampled, cu, pos, idx_mapping, temperature, seed, mode: _Mode):
     """``(tokens, count)`` of request ``r``: its emitted tokens, in the kernels' order."""
     start, end = int(cu[r]), int(cu[r + 1])
     n = end - start - 1
@@ -89,62 +184,31 @@ def _request(r, target_logits, draft_logits, draft_sampled, cu, pos, idx_mapping
     draft_lp = [_log_probs(draft_logits[state, i]) if draft_logits is not None else None for i in range(n)]
     u = [max(float(counter_uniforms(seed_r, int(pos[start + i]), 1, _ACCEPT_STREAM, device)[0]), TL_RAND_MIN)
          for i in range(n)]
-    tokens: list[int] = []
     log_ratio = [0.0] * n  # log P_i (block mode)
-    if use_block_verification and not greedy:
-        running = 0.0
-        for i in range(n):
-            running = min(running + float(target_lp[i][drafts[i]] - draft_lp[i][drafts[i]]), 0.0)
-            log_ratio[i] = running
-        length = 0
-        for i in range(n):
-            ratio_i = math.exp(log_ratio[i])
-            if i < n - 1:
-                mass = float(torch.clamp(ratio_i * torch.exp(target_lp[i + 1]) - torch.exp(draft_lp[i + 1]),
-                                         min=0.0).sum())
-                denominator = mass + 1.0 - ratio_i
-                h = mass / denominator if denominator > 0.0 else 1.0
-            else:
-                h = ratio_i
-            if u[i] <= h:
-                length = i + 1
-        tokens = drafts[:length]
-    else:
-        for i in range(n):
-            x = drafts[i]
-            if greedy:
-                target_argmax = int(torch.argmax(target_lp[i]).item())
-                if x != target_argmax:
-                    return tokens + [target_argmax], len(tokens) + 1
-            elif synthetic_conditional_rates is not None:
-                if not u[i] < float(synthetic_conditional_rates[i]):
-                    break
-            elif not (x >= 0 and float(target_lp[i][max(x, 0)]) > math.log(u[i]) + float(draft_lp[i][max(x, 0)])):
-                break
-            tokens.append(x)
-    tau = len(tokens)
+    block = mode.use_block_verification and not greedy
+    tau = (_block_length(n, drafts, target_lp, draft_lp, u, log_ratio) if block
+           else _chain_length(n, drafts, target_lp, draft_lp, u, greedy, mode))
+    tokens = drafts[:tau]
     row = start + tau
-    if tau == n:  # bonus row
-        residual = target_lp[n]
+    if tau == n or greedy:  # the bonus row, or a greedy correction: the target's own law at tau
+        residual = target_lp[tau]
     else:
-        log_scale = log_ratio[tau - 1] if use_block_verification and tau > 0 else 0.0
+        log_scale = log_ratio[tau - 1] if block and tau > 0 else 0.0
         residual = _residual_logits(target_lp[tau], draft_lp[tau], log_scale)
     if greedy:
         return tokens + [int(torch.argmax(residual).item())], tau + 1
-    return tokens + [_gumbel_argmax(residual, seed_r, int(pos[row]), clamp_keys)], tau + 1
+    return tokens + [_gumbel_argmax(residual, seed_r, int(pos[row]), mode.clamp_keys)], tau + 1
 
 
 def _rejection_sample(target_logits, draft_logits, draft_sampled, cu_num_logits, pos, idx_mapping,
-                      temperature, seed, num_speculative_steps, synthetic_conditional_rates,
-                      use_block_verification, clamp_keys):
+                      temperature, seed, num_speculative_steps, mode: _Mode):
     num_reqs = cu_num_logits.shape[0] - 1
     device = target_logits.device
     sampled = torch.full((num_reqs, num_speculative_steps + 1), -1, dtype=torch.int64, device=device)
     num_sampled = torch.zeros((num_reqs,), dtype=torch.int32, device=device)
     for r in range(num_reqs):
         tokens, count = _request(r, target_logits, draft_logits, draft_sampled, cu_num_logits.tolist(),
-                                 pos.tolist(), idx_mapping.tolist(), temperature.tolist(), seed.tolist(),
-                                 synthetic_conditional_rates, use_block_verification, clamp_keys)
+                                 pos.tolist(), idx_mapping.tolist(), temperature.tolist(), seed.tolist(), mode)
         sampled[r, :count] = torch.tensor(tokens, dtype=torch.int64, device=device)
         num_sampled[r] = count
     return sampled, num_sampled
@@ -152,11 +216,13 @@ def _rejection_sample(target_logits, draft_logits, draft_sampled, cu_num_logits,
 
 def rejection_sample(target_logits, draft_logits, draft_sampled, cu_num_logits, pos, idx_mapping,
                      expanded_idx_mapping, expanded_local_pos, temperature, seed, num_speculative_steps,
-                     synthetic_conditional_rates=None, use_fp64=False, use_block_verification=False):
-    """Canonical round in MRV2's layout (module docstring); ``use_fp64`` changes nothing on CPU here."""
+                     synthetic_conditional_rates=None, use_fp64=False, use_block_verification=False,
+                     fly_window_size=0, fly_entropy_threshold=0.3):
+    """Canonical round in MRV2's layout (module docstring); ``use_fp64`` changes nothing on CPU here.
+    ``fly_window_size > 0`` turns on FLy (lossy by design; module docstring)."""
+    mode = _Mode(synthetic_conditional_rates, use_block_verification, fly_window_size, fly_entropy_threshold)
     return _rejection_sample(target_logits, draft_logits, draft_sampled, cu_num_logits, pos, idx_mapping,
-                             temperature, seed, num_speculative_steps, synthetic_conditional_rates,
-                             use_block_verification, clamp_keys=True)
+                             temperature, seed, num_speculative_steps, mode)
 
 
 def rejection_sample_zero_gumbel_key(target_logits, draft_logits, draft_sampled, cu_num_logits, pos, idx_mapping,
@@ -164,6 +230,6 @@ def rejection_sample_zero_gumbel_key(target_logits, draft_logits, draft_sampled,
                                      num_speculative_steps, synthetic_conditional_rates=None, use_fp64=False,
                                      use_block_verification=False):
     """Bug (MRV2 Gumbel keys before the ``_TL_RAND_MIN`` clamp): ``u = 0`` keys ``+inf``, NaN wins."""
+    mode = _Mode(synthetic_conditional_rates, use_block_verification, clamp_keys=False)
     return _rejection_sample(target_logits, draft_logits, draft_sampled, cu_num_logits, pos, idx_mapping,
-                             temperature, seed, num_speculative_steps, synthetic_conditional_rates,
-                             use_block_verification, clamp_keys=False)
+                             temperature, seed, num_speculative_steps, mode)

@@ -90,6 +90,48 @@ def test_mrv2_synthetic_mode_is_lossy_by_design():
     assert not result.passed
 
 
+def _fly_round(first_target, window, rows=64):
+    """``rows`` requests, ``K = 2``: the draft 3 at step 0 (``q = 1``, ``p = first_target[3]``), then the draft
+    0 at step 1 with ``p = q = 1`` (always accepted natively); the bonus row's target is the point mass on 1."""
+    target = torch.tensor([first_target, [1.0, 0, 0, 0], [0, 1.0, 0, 0]]).expand(rows, 3, 4).contiguous()
+    draft = torch.tensor([[0, 0, 0, 1.0], [1.0, 0, 0, 0]]).expand(rows, 2, 4).contiguous()
+    ids = torch.tensor([[3, 0]]).expand(rows, 2).contiguous()
+    fn = functools.partial(vllm_mrv2.rejection_sample, fly_window_size=window)
+    return MRV2.wrap(fn)(draft, target, ids, torch.Generator().manual_seed(5)).tolist()
+
+
+def test_mrv2_fly_defers_a_rejection_whose_window_passes():
+    spread = [0.3, 0.3, 0.3, 0.1]  # top-3 entropy 3 * 0.3 ln(1/0.3) = 1.08 nats >= 0.3
+    standard = _fly_round(spread, window=0)
+    assert sum(row[0] != 3 for row in standard) > 40  # u >= 0.1 rejects the draft 3 about 90% of the time
+    assert all(row == [3, 0, 1] for row in _fly_round(spread, window=1))  # deferred, then kept by step 1
+    assert _fly_round(spread, window=2) == standard  # the window does not fit: 0 + 2 < K = 2 fails
+
+
+def test_mrv2_fly_gate_keeps_a_peaked_target_strict():
+    peaked = [0.0, 0.0, 0.95, 0.05]  # entropy 0.95 ln(1/0.95) + 0.05 ln 20 = 0.20 nats < 0.3
+    assert _fly_round(peaked, window=1) == _fly_round(peaked, window=0)
+    assert vllm_mrv2.fly_entropy(torch.log(torch.tensor(peaked))) == pytest.approx(0.1985, abs=1e-4)
+    assert vllm_mrv2.fly_entropy(torch.log(torch.full((8,), 0.125))) == pytest.approx(3 * 0.125 * 2.0794, abs=1e-4)
+
+
+def test_mrv2_fly_mode_is_lossy_by_design():
+    """FLy keeps drafts the native test rejected: the check names lenient acceptance."""
+    fn = functools.partial(vllm_mrv2.rejection_sample, fly_window_size=1)
+    result = check(MRV2.wrap(fn), samples=1024, seed=1, inject=False, fail_fast=True,
+                   scenarios=[s for s in default_suite() if s.name == "prefix-dependent V4 K2"])
+    assert not result.passed and "more lenient than min(1, p/q)" in result.summary(), result.summary()
+
+
+@pytest.mark.parametrize("keywords", [{"use_block_verification": True},
+                                      {"synthetic_conditional_rates": torch.tensor([0.5, 0.5])}])
+def test_mrv2_fly_refuses_the_modes_it_cannot_combine_with(keywords):
+    verify = MRV2.wrap(functools.partial(vllm_mrv2.rejection_sample, fly_window_size=1, **keywords))
+    with pytest.raises(ValueError, match="FLy"):
+        verify(torch.full((1, 2, 4), 0.25), torch.full((1, 3, 4), 0.25), torch.tensor([[0, 1]]),
+               torch.Generator().manual_seed(0))
+
+
 def test_mrv2_unclamped_gumbel_key_is_certain_under_injection():
     flagged = inject_check(MRV2.wrap(vllm_mrv2.rejection_sample_zero_gumbel_key), rows=128, seed=3,
                            scenarios=injection_scenarios())
