@@ -64,16 +64,18 @@ class Round:
 
 
 def propose(r: Round, draft: Any, sampling: Any, generator: torch.Generator, *, lag: int = 0,
-            sample_law: Callable[[torch.Tensor, Any], torch.Tensor] | None = None) -> None:
+            sample_law: Callable[[torch.Tensor, Any], torch.Tensor] | None = None,
+            draw: Callable[[torch.Tensor, torch.Generator], torch.Tensor] = draw_multinomial) -> None:
     """``K`` drafts, draft ``i`` from the processed draft law at column ``n - 1 - lag + i`` (clamped to 0);
     ``q_verify = q_sampled``.  ``sample_law(row, sampling)``: draw from another law than the one
-    recorded (a mutant's hook; default the same law)."""
+    recorded (a mutant's hook; default the same law); ``draw(weights, generator)``: the draft sampler
+    (default ``torch.multinomial``)."""
     qs, xs = [], []
     for i in range(r.k):
         logits = model_logits(draft, r.buffer[:, :int(r.lengths.max()) + i])
         row = columns(logits, (r.lengths - 1 - lag + i).clamp(min=0).unsqueeze(1))[:, 0]
         q = processed_probs(row, sampling)
-        x = draw_multinomial(q if sample_law is None else sample_law(row, sampling), generator)
+        x = draw(q if sample_law is None else sample_law(row, sampling), generator)
         r.buffer.scatter_(1, (r.lengths + i).unsqueeze(1), x.unsqueeze(1))
         qs.append(q)
         xs.append(x)

@@ -298,3 +298,40 @@ def test_sglang_adapters_take_the_released_signature_without_defaults():
     assert out.shape == (4, 2) and bool((out[:, 0] == 0).all())  # p = q: the draft is always accepted
     tree = get_adapter("sglang-tree")
     assert tree.form_of(_released_spelling(sglang_tree.tree_speculative_sampling_target_only)) is tree.forms[0]
+
+
+# -- SGLang DSpark's torch draft sampler (generate contract) ----------------------------------------------
+
+def test_dspark_released_race_lets_a_zero_key_draft_a_token_of_draft_probability_0():
+    from specproof.impls.runtime_layouts import sglang_dspark
+    weights = torch.tensor([[0.0, 0.5, 0.5], [0.0, 0.5, 0.5]])
+    noise = torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 2.0]])
+    # row 0: 0/0 = NaN at the zero weight and argmax lets it win; row 1: 0.5/0 = +inf, a token the law allows
+    assert sglang_dspark.exponential_race(weights, noise, guard=False).tolist() == [0, 1]
+    assert sglang_dspark.exponential_race(weights, noise, guard=True).tolist() == [1, 1]
+    logits = torch.log(weights)
+    step = sglang_dspark.sample_step_tokens(step_logits=logits, temperatures=torch.ones(2), exp_noise=noise,
+                                            greedy_mask=torch.tensor([False, True]))
+    assert step.tolist() == [0, 1]  # a greedy row ignores its noise: argmax of p
+
+
+def test_dspark_chain_test_accepts_a_zero_q_draft_exactly_where_the_target_allows_it():
+    from specproof.impls.runtime_layouts.sglang_dspark import _chain_accept
+    u = torch.tensor([0.0, 0.5, 0.5, 0.0])
+    p = torch.tensor([0.2, 0.2, 0.0, 0.0])
+    q = torch.tensor([0.0, float("nan"), 0.0, float("nan")])
+    assert _chain_accept(u, p, q).tolist() == [True, True, False, False]
+
+
+@pytest.mark.parametrize("name", ["dspark_generate", "dspark_generate_released"])
+def test_dspark_pipelines_have_no_certain_finding_under_injection(name):
+    """The released race's zero key drafts a token of draft probability 0, which the chain test keeps only
+    where the target allows it: no impossible emission, so no certain finding (sglang_dspark's docstring)."""
+    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
+    from specproof.impls.runtime_layouts import sglang_dspark
+    scenario = [s for s in pipeline_suite() if s.name == "top-k2-offsupport"]
+    result = check(getattr(sglang_dspark, name), "generate", scenarios=scenario, samples=1024, progress=False,
+                   inject=True)
+    assert not result.findings and result.injection["verdict"] == "not-flagged", result.summary()
+    assert any(d.startswith("aten.exponential_ float32") for d in result.injection["draws"])
+    assert any(e["kind"] == "exponential" and e["label"] == "zero" for e in result.injection["edges_tried"])
