@@ -294,7 +294,8 @@ def diagnose(result: Any, calls: Sequence[FailingCall] = ()) -> Diagnosis | None
         others = tuple(dict.fromkeys(c for c in (RULE_CLASSES.get(r, "position-law") for r in fitting[1:]) if c != cls))
         if len(fitting) == 1:
             why = (f"the exact law of the incorrect rule '{rule}' predicts the observed excess-set means within "
-                   f"noise (misfit {misfit[rule]:.0f} nats over {events.get(rule, 0)} events; evidence {nats:.0f} nats)")
+                   f"noise (misfit {misfit[rule]:.0f} nats over {events.get(rule, 0)} events; "
+                   f"evidence {nats:.0f} nats)")
         else:
             fits = ", ".join(f"'{r}' (misfit {misfit[r]:.1f} nats over {events.get(r, 0)} events)" for r in fitting)
             why = (f"the exact laws of the incorrect rules {fits} each predict the observed excess-set means within "

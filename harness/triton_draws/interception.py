@@ -58,7 +58,8 @@ class PrimitiveCall:
     def describe(self) -> str:
         if self.edge is None or not self.replaced:
             return f"tl.{self.primitive} call {self.index}: {self.values} values, none replaced"
-        return f"tl.{self.primitive} call {self.index}: {self.replaced}/{self.values} values set to {self.edge.describe()}"
+        return (f"tl.{self.primitive} call {self.index}: {self.replaced}/{self.values} values set to "
+                f"{self.edge.describe()}")
 
 
 def require_interpreter() -> Any:
@@ -66,8 +67,9 @@ def require_interpreter() -> Any:
     try:
         import triton.language as tl
     except ImportError:
-        raise SpecproofInputError("triton", "triton is not installed",
-                                  "pip install 'specproof[triton]' (Triton's CPU interpreter runs the kernels)") from None
+        raise SpecproofInputError(
+            "triton", "triton is not installed",
+            "pip install 'specproof[triton]' (Triton's CPU interpreter runs the kernels)") from None
     from triton.runtime.interpreter import InterpretedFunction
 
     if os.environ.get("TRITON_INTERPRET") != "1" or not isinstance(tl.rand, InterpretedFunction):
@@ -227,7 +229,8 @@ class RandomnessSources:
         return bool(self.hash_signs)
 
     def describe(self) -> str:
-        parts = [f"{self.kernel}: draws from " + (", ".join(f"tl.{p}" for p in self.primitives) or "no Triton primitive")]
+        primitives = ", ".join(f"tl.{p}" for p in self.primitives) or "no Triton primitive"
+        parts = [f"{self.kernel}: draws from {primitives}"]
         if self.hash_signs:
             parts.append("builds randomness from integer hashes (not intercepted, rare-draw behaviour NOT "
                          "tested there): " + "; ".join(self.hash_signs))

@@ -35,8 +35,12 @@ draft the draft law does not allow, which verification accepts if and only if th
 token of target probability 0 is emitted, and the law moves by at most the rate of a zero key per round:
 no certain finding exists, and no statistical run can see a deviation of that size.
 
-Not followed: the seeded path of ``accept_sampling`` (coins from an integer hash of seed and position, not
-torch draws, so the RNG edge injection cannot reach them), DSpark's Triton twin of the draft step, and the
+Not followed: the seeded path of ``accept_sampling`` (``_hash_uniform``: coins ``h.to(float32) /
+float(2^32 - 1)`` from a 32-bit murmur hash ``h`` of seed, position and stream), whose coins are not torch
+draws, so the RNG edge injection cannot reach them. Its mapping rounds ``h`` to float32 first: the 128
+largest ``h`` become ``2^32``, and the coin is exactly 1.0 (``2^-25`` per coin for a uniform hash; ``h = 0``
+gives 0, ``2^-32``), a value outside the ``[0, 1)`` that the chain test and its final draw assume (checked
+on torch 2.13's CPU arithmetic, not against SGLang). Nor are DSpark's Triton twin of the draft step and the
 Markov head itself (a model; the pipeline's draft model stands in for it).
 """
 

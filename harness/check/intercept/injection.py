@@ -38,9 +38,10 @@ fraction of its values.  A verifier with no injectable draw is reported as such.
 Rates.  ``injected_rate = flagged rows / rows`` is exact for the run.  The real generator's rate has a
 rigorous upper bound (:attr:`InjectionFinding.rate_bound`: the expected number of edge-valued draws per
 round, by the union bound), the figure ``--accept-rate`` compares, and a first-order estimate: the
-injected run is the real law with the edge's mass tilted from ``P`` to ``f' = f + (1 - f) P`` per entry, so when a row fails through one entry equal to the edge,
-``rate ~ injected_rate P / f'`` (biased by O(f) where earlier injected entries change which entry is
-reached).  The exact rate of a uniforms-contract core is :func:`specproof.harness.drift.grid.measure_grid`.
+injected run is the real law with the edge's mass tilted from ``P`` to ``f' = f + (1 - f) P`` per entry,
+so when a row fails through one entry equal to the edge, ``rate ~ injected_rate P / f'`` (biased by O(f)
+where earlier injected entries change which entry is reached).  The exact rate of a uniforms-contract core
+is :func:`specproof.harness.drift.grid.measure_grid`.
 """
 
 from __future__ import annotations

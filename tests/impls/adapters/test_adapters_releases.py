@@ -214,7 +214,7 @@ def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
     assert (released[:, 0] == 3).all() and (canonical[:, 0] == 0).all() and (canonical[:, 1] == -1).all()
 
 
-# -- FlashInfer 0.6-0.7's generator API (seed and offset from the generator, or per request) -------------------------------------
+# -- FlashInfer 0.6-0.7's generator API (seed and offset from the generator, or per request) -----------------
 
 def test_flashinfer_seed_offset_layout_passes_through_its_adapter():
     adapter = get_adapter("flashinfer")
