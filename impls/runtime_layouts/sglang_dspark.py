@@ -58,7 +58,7 @@ from specproof.impls.verifiers.canonical import sampled_round
 __all__ = ["exponential_race", "sample_step_tokens", "dspark_generate", "dspark_generate_released"]
 
 
-def exponential_race(weights: torch.Tensor, exp_noise: torch.Tensor, *, guard: bool = True) -> torch.Tensor:
+def exponential_race(weights: torch.Tensor, exp_noise: torch.Tensor, *, guard: bool) -> torch.Tensor:
     """``argmax(weights / exp_noise)`` per row. ``guard``: the noise clamped to float32's smallest normal and
     zero weights keyed ``-1`` (never winning); without it, SGLang's released arithmetic."""
     if not guard:
@@ -67,7 +67,7 @@ def exponential_race(weights: torch.Tensor, exp_noise: torch.Tensor, *, guard: b
     return torch.where(weights > 0, weights / noise, torch.full_like(weights, -1.0)).argmax(-1)
 
 
-def sample_step_tokens(*, step_logits, temperatures, greedy_mask, exp_noise, guard: bool = False):
+def sample_step_tokens(*, step_logits, temperatures, greedy_mask, exp_noise, guard: bool):
     """DSpark's draft step in its own signature (module docstring); ``guard=False`` is the released form."""
     probs = torch.softmax(step_logits.float() / temperatures[:, None], dim=-1)
     noise = torch.where(greedy_mask[:, None], torch.ones_like(exp_noise), exp_noise)

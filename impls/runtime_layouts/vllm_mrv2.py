@@ -27,15 +27,16 @@ Modes (all written here as the kernels compute them, in torch, one request at a 
   ``m_{i+1} = sum_x max(P_i p_{i+1}(x) - q_{i+1}(x), 0)`` (``h = P_{n-1}`` at the last step); the
   accepted length is the last ``i + 1`` with ``u_i <= h_i``, and the resample at ``tau`` draws from
   ``max(P_{tau-1} p_tau - q_tau, 0)``;
-* synthetic (``synthetic_conditional_rates``): accept iff ``u < rate_i`` (greedy requests too), lossy by
-  design;
+* synthetic (``synthetic_conditional_rates``): accept iff ``u < rate_i`` (greedy requests too; a draft id
+  below 0 is rejected, as in every mode), lossy by design;
 * greedy (``temperature == 0``): accept iff the draft is the target argmax, emit the argmax on rejection;
 * FLy (``fly_window_size = W > 0``, ``fly_entropy_threshold``; Li et al. 2025, "Training-Free Loosely
-  Speculative Decoding"), lossy by design: the standard or greedy test runs as above, but its first
-  rejection at ``i`` is deferred when the draft has nonzero target (and draft) probability, ``i + W < n``
-  and the target's entropy over its top 3 tokens (full-softmax ``p``, nats, not normalised) is at least
-  the threshold; the deferred draft counts as accepted only if the next ``W`` drafts all pass the native
-  test, otherwise the round stops at ``i`` and resamples there; no extra random number is drawn. Written
+  Speculative Decoding"), lossy by design: the standard or greedy test runs as above, but a rejection at
+  ``i`` outside a pending window is deferred when the draft has nonzero target (and draft) probability,
+  ``i + W < n`` and the target's entropy over its top 3 tokens (full-softmax ``p``, nats, not normalised)
+  is at least the threshold; the deferred draft counts as accepted only if the next ``W`` drafts all pass
+  the native test, otherwise the round stops at ``i`` and resamples there; after a window passes, a later
+  rejection can be deferred again; no extra random number is drawn. Written
   from the MRV2 heads of vLLM pull request #53987 (commits ``95d5dba0``, ``1719fb1e``: the keywords
   ``fly_window_size=0, fly_entropy_threshold=0.3`` follow the watermark keywords, which this layout does not
   take); no vLLM release that ships it was confirmed (an earlier pull request, #50808, was closed unmerged).
@@ -115,9 +116,9 @@ def fly_entropy(target_lp: torch.Tensor, top_k: int = FLY_ENTROPY_TOP_K) -> floa
     return float(-torch.where(p > 0, p * top, torch.zeros_like(p)).sum())
 
 
-def _block_length(n, drafts, target_lp, draft_lp, u, log_ratio) -> int:
-    """Block verification: the last ``i + 1`` with ``u_i <= h_i`` (``log_ratio`` receives ``log P_i``)."""
-    running = 0.0
+def _block_length(n, drafts, target_lp, draft_lp, u) -> tuple[int, list[float]]:
+    """Block verification: the last ``i + 1`` with ``u_i <= h_i``, and ``log P_i`` for each step."""
+    running, log_ratio = 0.0, [0.0] * n
     for i in range(n):
         running = min(running + float(target_lp[i][drafts[i]] - draft_lp[i][drafts[i]]), 0.0)
         log_ratio[i] = running
@@ -133,12 +134,12 @@ def _block_length(n, drafts, target_lp, draft_lp, u, log_ratio) -> int:
             h = ratio_i
         if u[i] <= h:
             length = i + 1
-    return length
+    return length, log_ratio
 
 
 def _chain_length(n, drafts, target_lp, draft_lp, u, greedy, mode: _Mode) -> int:
-    """Left-to-right verification (standard, synthetic, greedy), with FLy's deferred window when on: the
-    first native rejection at ``i`` is held open if its draft has nonzero target (and draft) probability, the
+    """Left-to-right verification (standard, synthetic, greedy), with FLy's deferred window when on: a
+    native rejection at ``i`` outside a pending window is held open if its draft has nonzero target (and draft) probability, the
     window fits (``i + W < n``) and the target's top-3 entropy at ``i`` is at least the threshold; the held
     draft and the next ``W`` are kept only if those ``W`` all pass natively, else the round stops at ``i``."""
     window, accepted, pending = mode.fly_window_size, 0, -1
@@ -184,16 +185,18 @@ def _request(r, target_logits, draft_logits, draft_sampled, cu, pos, idx_mapping
     draft_lp = [_log_probs(draft_logits[state, i]) if draft_logits is not None else None for i in range(n)]
     u = [max(float(counter_uniforms(seed_r, int(pos[start + i]), 1, _ACCEPT_STREAM, device)[0]), TL_RAND_MIN)
          for i in range(n)]
-    log_ratio = [0.0] * n  # log P_i (block mode)
     block = mode.use_block_verification and not greedy
-    tau = (_block_length(n, drafts, target_lp, draft_lp, u, log_ratio) if block
-           else _chain_length(n, drafts, target_lp, draft_lp, u, greedy, mode))
+    log_ratio: list[float] = []  # log P_i (block mode)
+    if block:
+        tau, log_ratio = _block_length(n, drafts, target_lp, draft_lp, u)
+    else:
+        tau = _chain_length(n, drafts, target_lp, draft_lp, u, greedy, mode)
     tokens = drafts[:tau]
     row = start + tau
     if tau == n or greedy:  # the bonus row, or a greedy correction: the target's own law at tau
         residual = target_lp[tau]
     else:
-        log_scale = log_ratio[tau - 1] if block and tau > 0 else 0.0
+        log_scale = log_ratio[tau - 1] if block and tau > 0 else 0.0  # log P_{tau-1}
         residual = _residual_logits(target_lp[tau], draft_lp[tau], log_scale)
     if greedy:
         return tokens + [int(torch.argmax(residual).item())], tau + 1

@@ -108,6 +108,48 @@ def test_mrv2_fly_defers_a_rejection_whose_window_passes():
     assert _fly_round(spread, window=2) == standard  # the window does not fit: 0 + 2 < K = 2 fails
 
 
+def test_mrv2_fly_failed_window_resamples_at_the_deferred_step():
+    """The step-1 draft has ``p = 0``: it always fails natively. A deferral at step 0 then ends the round at
+    step 0 with a correction from ``max(p_0 - q_0, 0)`` on {0, 1, 2}; a native accept at step 0 (u < 0.1)
+    ends it at step 1 instead, with the correction from row 1 (the point mass on 0)."""
+    rows = 64
+    target = torch.tensor([[0.3, 0.3, 0.3, 0.1], [1.0, 0, 0, 0], [0, 1.0, 0, 0]]).expand(rows, 3, 4).contiguous()
+    draft = torch.tensor([[0, 0, 0, 1.0], [0, 0, 1.0, 0]]).expand(rows, 2, 4).contiguous()
+    ids = torch.tensor([[3, 2]]).expand(rows, 2).contiguous()
+    out = MRV2.wrap(functools.partial(vllm_mrv2.rejection_sample, fly_window_size=1))(
+        draft, target, ids, torch.Generator().manual_seed(5)).tolist()
+    deferred = [row for row in out if row[0] != 3]
+    assert all(row == [3, 0, -1] for row in out if row[0] == 3)
+    assert len(deferred) > 40 and all(row[0] in (0, 1, 2) and row[1:] == [-1, -1] for row in deferred)
+    assert {row[0] for row in deferred} == {0, 1, 2}  # drawn from row 0's residual, not row 1's
+
+
+def test_mrv2_fly_greedy_request_keeps_or_corrects_the_deferred_draft():
+    """Greedy (temperature 0): the draft 3 is not the argmax 0 of a spread target (entropy 1.07 nats), so it is
+    deferred; the window passes when the step-1 draft is that row's argmax (then the bonus row's argmax 3),
+    and fails otherwise, emitting the step-0 argmax."""
+    target = torch.tensor([[[0.35, 0.3, 0.25, 0.1], [0, 1.0, 0, 0], [0, 0, 0, 1.0]]])
+    draft = torch.full((1, 2, 4), 0.25)
+
+    def greedy_round(step_1_draft):
+        args = mrv2_adapter.mrv2_inputs(draft, target, torch.tensor([[3, step_1_draft]]), torch.Generator())
+        args["temperature"] = torch.zeros(1)
+        sampled, count = vllm_mrv2.rejection_sample(**args, fly_window_size=1)
+        return sampled[0, :int(count[0])].tolist()
+
+    assert greedy_round(1) == [3, 1, 3]
+    assert greedy_round(2) == [0]
+
+
+def test_mrv2_synthetic_rates_decide_greedy_requests_too():
+    target = torch.tensor([[[0.9, 0.1], [0.9, 0.1]]])
+    args = mrv2_adapter.mrv2_inputs(torch.full((1, 1, 2), 0.5), target, torch.tensor([[1]]), torch.Generator())
+    args["temperature"] = torch.zeros(1)
+    for rate, expected in ((1.0, [1, 0]), (0.0, [0])):  # u < 1 always; u < 0 never
+        sampled, count = vllm_mrv2.rejection_sample(**args, synthetic_conditional_rates=torch.tensor([rate]))
+        assert sampled[0, :int(count[0])].tolist() == expected
+
+
 def test_mrv2_fly_gate_keeps_a_peaked_target_strict():
     peaked = [0.0, 0.0, 0.95, 0.05]  # entropy 0.95 ln(1/0.95) + 0.05 ln 20 = 0.20 nats < 0.3
     assert _fly_round(peaked, window=1) == _fly_round(peaked, window=0)
@@ -311,7 +353,7 @@ def test_dspark_released_race_lets_a_zero_key_draft_a_token_of_draft_probability
     assert sglang_dspark.exponential_race(weights, noise, guard=True).tolist() == [1, 1]
     logits = torch.log(weights)
     step = sglang_dspark.sample_step_tokens(step_logits=logits, temperatures=torch.ones(2), exp_noise=noise,
-                                            greedy_mask=torch.tensor([False, True]))
+                                            greedy_mask=torch.tensor([False, True]), guard=False)
     assert step.tolist() == [0, 1]  # a greedy row ignores its noise: argmax of p
 
 
