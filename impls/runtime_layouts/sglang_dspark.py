@@ -29,11 +29,14 @@ noise``, argmax; the generator's ``exponential_``), verification accepts with ``
   (``noise.clamp_min(float32 tiny)``) and zero weights kept out of the race: lossless;
 - :func:`dspark_generate_released`: the race as released (no clamp, no zero-weight guard).
 
-What the released race changes, exactly: with probability ``P(E = 0)`` per entry (``2^-53`` on the CPU
-generator, :mod:`specproof.harness.exact.rng_edges`; CUDA's ``exponential_`` never returns 0) it proposes a
-draft the draft law does not allow, which verification accepts if and only if the target allows it. No
-token of target probability 0 is emitted, and the law moves by at most the rate of a zero key per round:
-no certain finding exists, and no statistical run can see a deviation of that size.
+What the released race changes, exactly: only rounds that draw a zero noise entry differ from the guarded
+race (``P(E = 0) = 2^-53`` per entry on the CPU generator, :mod:`specproof.harness.exact.rng_edges`; CUDA's
+has no zero edge in :mod:`specproof.harness.exact.cuda_rng_edges`). There a zero at a token of draft
+probability 0 proposes a draft the draft law does not allow, which verification accepts if and only if the
+target allows it, and a zero at an allowed token makes that token win. No token of target probability 0 is
+emitted, and the law moves by at most the probability that a round draws a zero entry (``K V 2^-53`` on
+the CPU, by the union bound): no certain finding exists, and no statistical run can see a deviation of that
+size.
 
 Not followed: the seeded path of ``accept_sampling`` (``_hash_uniform``: coins ``h.to(float32) /
 float(2^32 - 1)`` from a 32-bit murmur hash ``h`` of seed, position and stream), whose coins are not torch

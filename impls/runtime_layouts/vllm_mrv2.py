@@ -105,7 +105,7 @@ class _Mode:
             raise ValueError(f"fly_window_size must be >= 0 (0 turns FLy off), got {self.fly_window_size}")
         if self.fly_window_size and (self.synthetic_conditional_rates is not None or self.use_block_verification):
             raise ValueError("FLy (fly_window_size > 0) combines with neither synthetic rates nor block "
-                             "verification (the dispatcher's rule)")
+                             "verification (pull request #53987 refuses these combinations)")
 
 
 def fly_entropy(target_lp: torch.Tensor, top_k: int = FLY_ENTROPY_TOP_K) -> float:
