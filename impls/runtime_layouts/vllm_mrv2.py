@@ -139,9 +139,10 @@ def _block_length(n, drafts, target_lp, draft_lp, u) -> tuple[int, list[float]]:
 
 def _chain_length(n, drafts, target_lp, draft_lp, u, greedy, mode: _Mode) -> int:
     """Left-to-right verification (standard, synthetic, greedy), with FLy's deferred window when on: a
-    native rejection at ``i`` outside a pending window is held open if its draft has nonzero target (and draft) probability, the
-    window fits (``i + W < n``) and the target's top-3 entropy at ``i`` is at least the threshold; the held
-    draft and the next ``W`` are kept only if those ``W`` all pass natively, else the round stops at ``i``."""
+    native rejection at ``i`` outside a pending window is held open if its draft has nonzero target (and
+    draft) probability, the window fits (``i + W < n``) and the target's top-3 entropy at ``i`` is at least
+    the threshold; the held draft and the next ``W`` are kept only if those ``W`` all pass natively, else
+    the round stops at ``i``."""
     window, accepted, pending = mode.fly_window_size, 0, -1
     for i in range(n):
         x = drafts[i]
