@@ -17,26 +17,38 @@ keys ``p / 0``: ``+inf`` where ``p > 0`` (that token wins), ``0 / 0 = NaN`` wher
 
 Verification (``dspark_accept.py``, ``accept_sampling``) hands the drafts to
 ``chain_speculative_sampling_triton`` with ``torch.rand`` coins (``--adapter sglang-chain`` checks that
-kernel on its own): a draft is accepted iff ``coin * q(x) < p(x)``, so a draft of ``q(x) = 0`` is accepted
-whenever ``p(x) > 0`` and rejected where ``p(x) = 0``; the residual is ``max(p - q, 0)`` normalised.
+kernel on its own; :mod:`.sglang_chain` states its arithmetic): a draft is accepted iff ``coin * q(x) <
+p(x)``, so a draft of ``q(x) = 0`` is accepted whenever ``p(x) > 0`` and rejected where ``p(x) = 0``; the
+correction is the inverse CDF of ``max(p - q, 0)``, and the released kernel emits id ``V - 1`` when that
+residual has no positive entry (its comment: "acceptable since this case is numerically near-impossible",
+``python/sglang/kernels/ops/speculative/reject_sampling.py``, ``speculative_sampling_classic_kernel``).
 
 This module writes the two in the canonical pipeline's steps (:mod:`specproof.impls.pipelines.canonical`):
 the drafts come from :func:`exponential_race` over the processed draft law (the layout of ``probs /
-noise``, argmax; the generator's ``exponential_``), verification accepts with ``u q < p`` (``NaN`` or zero
-``q`` counting as 0, as the kernel reads them), the correction is ``torch.multinomial`` over the residual.
+noise``, argmax; the generator's ``exponential_``), and each round is verified by SGLang's chain kernel in
+:mod:`.sglang_chain`'s layout, called as SGLang's caller calls it (candidates, retrieve indices, coins
+from the generator; :func:`specproof.impls.adapters.sglang_tree.call_kernel`).
 
 - :func:`dspark_generate`: the race guarded as SGLang's own Triton ``gumbel_sample`` is
-  (``noise.clamp_min(float32 tiny)``) and zero weights kept out of the race: lossless;
-- :func:`dspark_generate_released`: the race as released (no clamp, no zero-weight guard).
+  (``noise.clamp_min(float32 tiny)``) and zero weights kept out of the race, verified by the canonical chain
+  round (an empty residual falls back to ``p``): lossless;
+- :func:`dspark_generate_released`: the race as released (no clamp, no zero-weight guard) and the chain
+  kernel as released (``V - 1`` on an empty residual).
 
-What the released race changes, exactly: only rounds that draw a zero noise entry differ from the guarded
+What the released path does, exactly: only rounds that draw a zero noise entry differ from the guarded
 race (``P(E = 0) = 2^-53`` per entry on the CPU generator, :mod:`specproof.harness.exact.rng_edges`; CUDA's
-has no zero edge in :mod:`specproof.harness.exact.cuda_rng_edges`). There a zero at a token of draft
-probability 0 proposes a draft the draft law does not allow, which verification accepts if and only if the
-target allows it, and a zero at an allowed token makes that token win. No token of target probability 0 is
-emitted, and the law moves by at most the probability that a round draws a zero entry (``K V 2^-53`` on
-the CPU, by the union bound): no certain finding exists, and no statistical run can see a deviation of that
-size.
+has no zero edge in :mod:`specproof.harness.exact.cuda_rng_edges`). A zero at an allowed token makes that
+token win. A zero at a token of draft probability 0 proposes a draft the draft law does not allow. If the
+target allows it, the chain test accepts it, and the law moves by at most the probability of such a round.
+If the target forbids it too, the test rejects it and the kernel draws from ``max(p - q, 0)``. Where the
+draft law equals the target law (a draft that agrees with the target: both softmaxes at the same point mass
+in float32, or the same top-k support), that residual is all zero and the released kernel emits id ``V -
+1``, a token of target probability 0 whenever the last id is outside the support (a padded or masked
+vocabulary's last id, a top-k cut): a certain failure, at ``2^-53`` per forbidden vocabulary entry of a
+drafted step on the CPU generator. Neither half alone is one: the guarded race with the released kernel
+never drafts a token of draft probability 0, and the released race with the canonical kernel's fallback to
+``p`` emits no token of target probability 0 (the law moves by at most ``K V 2^-53`` per round, by the
+union bound, which no statistical run can see).
 
 Not followed: the seeded path of ``accept_sampling`` (``_hash_uniform``: coins ``h.to(float32) /
 float(2^32 - 1)`` from a 32-bit murmur hash ``h`` of seed, position and stream), whose coins are not torch
@@ -53,10 +65,10 @@ from functools import partial
 
 import torch
 
-from specproof.impls.kernels.sampling import draw_multinomial
+from specproof.impls.adapters.sglang_tree import call_kernel
 from specproof.impls.pipelines.canonical import CANONICAL, Round, run_pipeline
 from specproof.impls.pipelines.canonical import propose as canonical_propose
-from specproof.impls.verifiers.canonical import sampled_round
+from specproof.impls.runtime_layouts import sglang_chain
 
 __all__ = ["exponential_race", "sample_step_tokens", "dspark_generate", "dspark_generate_released"]
 
@@ -82,25 +94,28 @@ def _race_draw(weights: torch.Tensor, generator: torch.Generator, *, guard: bool
     return exponential_race(weights.to(torch.float32), noise, guard=guard)
 
 
-def _chain_accept(u: torch.Tensor, p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
-    """SGLang's chain test ``coin * q < p``, a NaN ``q`` read as 0 (the kernel's rule)."""
-    return u * torch.nan_to_num(q_x, nan=0.0) < p_x
+def _chain_kernel_verify(kernel, r: Round, generator: torch.Generator) -> torch.Tensor:
+    """One round verified by an SGLang chain kernel ``kernel`` (:mod:`.sglang_chain`), called as SGLang's caller
+    calls it: the ``[B, K+1]`` emitted tokens, ``-1`` after the path."""
+    drafts = r.drafts.shape[1]
+    return call_kernel(kernel, list(range(-1, drafts - 1)), r.drafts, r.p, r.q_verify, generator)
 
 
-def _chain_verify(r: Round, generator: torch.Generator) -> torch.Tensor:
-    return sampled_round(_chain_accept, draw_multinomial, r.q_verify, r.p, r.drafts, generator)
+def _pipeline(*, guard: bool, kernel):
+    return CANONICAL.but(propose=partial(canonical_propose, draw=partial(_race_draw, guard=guard)),
+                         verify=partial(_chain_kernel_verify, kernel))
 
 
-GUARDED = CANONICAL.but(propose=partial(canonical_propose, draw=partial(_race_draw, guard=True)), verify=_chain_verify)
-RELEASED = CANONICAL.but(propose=partial(canonical_propose, draw=partial(_race_draw, guard=False)),
-                         verify=_chain_verify)
+GUARDED = _pipeline(guard=True, kernel=sglang_chain.chain_speculative_sampling_triton)
+RELEASED = _pipeline(guard=False, kernel=sglang_chain.chain_speculative_sampling_triton_last_id)
 
 
 def dspark_generate(target, draft, prompt_ids, max_new_tokens, sampling, generator):
-    """DSpark's draft race, guarded, then SGLang's chain test (lossless; module docstring)."""
+    """DSpark's draft race, guarded, then SGLang's canonical chain round (lossless; module docstring)."""
     return run_pipeline(GUARDED, target, draft, prompt_ids, max_new_tokens, sampling, generator)
 
 
 def dspark_generate_released(target, draft, prompt_ids, max_new_tokens, sampling, generator):
-    """DSpark's draft race as released (no clamp): a zero key proposes a draft of draft probability 0."""
+    """DSpark as released: the race without a clamp (a zero key proposes a draft of draft probability 0) and
+    the chain kernel's ``V - 1`` on an empty residual (module docstring)."""
     return run_pipeline(RELEASED, target, draft, prompt_ids, max_new_tokens, sampling, generator)

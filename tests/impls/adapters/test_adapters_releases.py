@@ -357,23 +357,42 @@ def test_dspark_released_race_lets_a_zero_key_draft_a_token_of_draft_probability
     assert step.tolist() == [0, 1]  # a greedy row ignores its noise: argmax of p
 
 
-def test_dspark_chain_test_accepts_a_zero_q_draft_exactly_where_the_target_allows_it():
-    from specproof.impls.runtime_layouts.sglang_dspark import _chain_accept
-    u = torch.tensor([0.0, 0.5, 0.5, 0.0])
-    p = torch.tensor([0.2, 0.2, 0.0, 0.0])
-    q = torch.tensor([0.0, float("nan"), 0.0, float("nan")])
-    assert _chain_accept(u, p, q).tolist() == [True, True, False, False]
+def _dspark_check(fn, scenarios):
+    return check(fn, "generate", scenarios=scenarios, samples=1024, progress=False, inject=True)
 
 
-@pytest.mark.parametrize("name", ["dspark_generate", "dspark_generate_released"])
-def test_dspark_pipelines_have_no_certain_finding_under_injection(name):
-    """The released race's zero key drafts a token of draft probability 0, which the chain test keeps only
-    where the target allows it: no impossible emission, so no certain finding (sglang_dspark's docstring)."""
-    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite
+def test_released_dspark_emits_the_last_id_when_a_zero_key_drafts_a_token_both_laws_forbid():
+    """On the zero-site ladder the draft law equals the target law (top-k 2) before the site: a zero key at a
+    removed token drafts it, the chain test rejects it (p = 0), the residual max(p - q, 0) is all zero and the
+    released kernel emits V - 1, a removed token. A certain finding, with its CPU rate."""
+    from specproof.harness.check.contracts.generate.scenarios import zero_site_ladder
     from specproof.impls.runtime_layouts import sglang_dspark
-    scenario = [s for s in pipeline_suite() if s.name == "top-k2-offsupport"]
-    result = check(getattr(sglang_dspark, name), "generate", scenarios=scenario, samples=1024, progress=False,
-                   inject=True)
+    result = _dspark_check(sglang_dspark.dspark_generate_released, [zero_site_ladder(2)])
+    assert result.verdict.value == "fail" and any(f.certain for f in result.findings), result.summary()
+    assert result.injection["verdict"] == "flagged"
+    finding = result.injection["findings"][0]
+    assert (finding["kind"], finding["label"], finding["reproducible"]) == ("exponential", "zero", True), finding
+    assert finding["edges"][0]["probability"] == "1/9007199254740992"  # 2^-53 per entry on the CPU generator
+    assert "-> tokens [3," in finding["example"]  # V - 1 = 3, outside the top-2 support
+    assert result.summary().startswith("FAIL (certain, rare: at most 8.9e-16 per round")
+
+
+@pytest.mark.parametrize("guard, kernel", [(True, "chain_speculative_sampling_triton"),
+                                           (True, "chain_speculative_sampling_triton_last_id"),
+                                           (False, "chain_speculative_sampling_triton")])
+def test_dspark_needs_both_released_halves_for_a_certain_finding(guard, kernel):
+    """The guarded race never drafts a token of draft probability 0; the canonical kernel's empty residual falls
+    back to p. Either fix alone leaves no impossible emission (sglang_dspark's docstring)."""
+    from specproof.harness.check.contracts.generate.scenarios import pipeline_suite, zero_site_ladder
+    from specproof.impls.pipelines.canonical import run_pipeline
+    from specproof.impls.runtime_layouts import sglang_chain, sglang_dspark
+    steps = sglang_dspark._pipeline(guard=guard, kernel=getattr(sglang_chain, kernel))
+
+    def generate(target, draft, prompt_ids, max_new_tokens, sampling, generator):
+        return run_pipeline(steps, target, draft, prompt_ids, max_new_tokens, sampling, generator)
+
+    scenarios = [zero_site_ladder(2)] + [s for s in pipeline_suite() if s.name == "top-k2-offsupport"]
+    result = _dspark_check(generate, scenarios)
     assert not result.findings and result.injection["verdict"] == "not-flagged", result.summary()
     assert any(d.startswith("aten.exponential_ float32") for d in result.injection["draws"])
     assert any(e["kind"] == "exponential" and e["label"] == "zero" for e in result.injection["edges_tried"])
