@@ -18,8 +18,14 @@ arguments and outputs; :mod:`specproof.impls.runtime_layouts.sglang_chain` state
 from two revisions of SGLang's ``speculative_sampling_block_kernel`` (both test ``coin <= h``); the first
 release that ships it was not confirmed (the issue names 0.5.23).
 
-Not followed: ``chain_speculative_sampling_from_logits_triton`` (target logits and temperatures in), and the
-seeded path of later classic kernels (``sampling_seed`` and ``positions`` given: coins from an integer hash
+Also follows the logits entry ``chain_speculative_sampling_from_logits_triton`` (the classic kernel with
+``target_logits [B*(K+1), V]`` float32 and ``temperatures [B]`` in place of ``target_probs``; the kernel
+applies the softmax itself): the adapter hands ``log(p)`` in float32 (the kernel asserts float32; ``-inf``
+where ``p = 0``), whose softmax is ``p`` up to rounding and exactly 0 where ``p = 0``, and temperatures 1.
+A keyword-only revision of that entry (``target_log_norm``, ``draft_logits``, ``draft_log_norm``) is not
+followed.
+
+Not followed: the seeded path of later classic kernels (``sampling_seed`` and ``positions`` given: coins from an integer hash
 of seed, position and domain, ``((h >> 8) + 0.5) 2^-24``, never 0): this adapter passes neither, so the
 kernel reads the harness's ``uniform_samples``; a hash-driven coin is not a torch draw and the RNG edge
 injection cannot reach it.
@@ -27,18 +33,31 @@ injection cannot reach it.
 
 from __future__ import annotations
 
+import torch
+
 from specproof.impls.adapters.base import Adapter, SignatureForm
 from specproof.impls.adapters.sglang_tree import SIGNATURE, call_kernel
 from specproof.impls.contract import check_round
 
-__all__ = ["ADAPTER"]
+__all__ = ["ADAPTER", "LOGITS_FORM"]
+
+LOGITS_FORM = SignatureForm("SGLang chain_speculative_sampling_from_logits_triton (target logits, softmax inside)",
+                            SIGNATURE[:9] + ("target_logits", "temperatures", "draft_probs") + SIGNATURE[11:])
+
+
+def _logits_values(target_probs, draft_probs):
+    """The logits entry's value arguments: ``log p`` float32 ``[B*(K+1), V]``, temperatures 1, ``draft_probs``."""
+    batch, slots, vocab = target_probs.shape
+    logits = torch.log(target_probs.to(torch.float32)).reshape(batch * slots, vocab).contiguous()
+    return logits, torch.ones(batch, dtype=torch.float32, device=target_probs.device), draft_probs.contiguous()
 
 
 def _build(fn, form):
     def verify(draft_probs, target_probs, draft_token_ids, generator):
         shape = check_round(draft_probs, target_probs, draft_token_ids, generator=generator)
         chain = list(range(-1, shape.drafts - 1))
-        return call_kernel(fn, chain, draft_token_ids, target_probs, draft_probs, generator)
+        values = _logits_values(target_probs, draft_probs) if form is LOGITS_FORM else None
+        return call_kernel(fn, chain, draft_token_ids, target_probs, draft_probs, generator, values)
 
     return verify
 
@@ -48,7 +67,9 @@ ADAPTER = Adapter(
     runtime="SGLang chain_speculative_sampling_triton (0.5.21 to 0.5.23, classic Triton chain kernel for "
             "topk = 1, called with the tree kernel's arguments: candidates / retrive_index, caller coins, "
             "coin * q < p, inverse CDF of max(p - q, 0); target_probs = target p, draft_probs = draft q) and "
-            "its block-verification variant chain_block_speculative_sampling_triton (same arguments)",
+            "its block-verification variant chain_block_speculative_sampling_triton (same arguments), and its "
+            "logits entry chain_speculative_sampling_from_logits_triton (target logits and temperatures, "
+            "softmax inside; log p in float32 and temperatures 1 are handed)",
     randomness="uniform_samples [B, K+1] and uniform_samples_for_final_sampling [B] float32 drawn from the "
                "harness generator",
-    forms=(SignatureForm("SGLang chain_speculative_sampling_triton", SIGNATURE),), build=_build)
+    forms=(SignatureForm("SGLang chain_speculative_sampling_triton", SIGNATURE), LOGITS_FORM), build=_build)

@@ -67,9 +67,10 @@ def tree_links(parents: list[int]) -> tuple[list[int], list[int], int]:
     return next_token, next_sibling, max(depth)
 
 
-def call_kernel(fn, parents: list[int], node_tokens, target_probs, draft_probs, generator):
+def call_kernel(fn, parents: list[int], node_tokens, target_probs, draft_probs, generator, values=None):
     """Run an sgl-kernel-signature verifier ``fn`` on one round (module docstring's conversion) with the
-    ``draft_probs`` handed to it; the emitted tokens ``[B, D+1]`` int64, ``-1`` after the path."""
+    ``draft_probs`` handed to it; the emitted tokens ``[B, D+1]`` int64, ``-1`` after the path. ``values``:
+    the kernel arguments between the final coins and the thresholds (default ``target_probs, draft_probs``)."""
     batch, slots, vocab = target_probs.shape
     device = target_probs.device
     next_token, next_sibling, depth = tree_links(parents)
@@ -84,7 +85,8 @@ def call_kernel(fn, parents: list[int], node_tokens, target_probs, draft_probs, 
     accept_index = torch.full((batch, depth + 1), -1, dtype=torch.int32, device=device)
     accept_token_num = torch.zeros(batch, dtype=torch.int32, device=device)
     fn(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-       retrive_next_sibling, uniforms, final, target_probs.contiguous(), draft_probs.contiguous(), 1.0, 1.0, True)
+       retrive_next_sibling, uniforms, final, *(values or (target_probs.contiguous(), draft_probs.contiguous())),
+       1.0, 1.0, True)
     position = torch.arange(depth + 1, device=device)
     on_path = position <= accept_token_num.to(torch.int64).unsqueeze(-1)
     slot_of = accept_index.to(torch.int64).clamp(min=0, max=batch * slots - 1)

@@ -256,6 +256,54 @@ def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
     assert (released[:, 0] == 3).all() and (canonical[:, 0] == 0).all() and (canonical[:, 1] == -1).all()
 
 
+LOGITS_ENTRY = (sglang_chain.chain_speculative_sampling_from_logits_triton,
+                sglang_chain.chain_speculative_sampling_from_logits_triton_le)
+
+
+def test_sglang_chain_logits_entry_passes_through_its_adapter():
+    verify = SGLANG_CHAIN.wrap(LOGITS_ENTRY[0])
+    assert SGLANG_CHAIN.form_of(LOGITS_ENTRY[0]) is sglang_chain_adapter.LOGITS_FORM
+    result = check(verify, samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=two_scenarios())
+    assert result.passed, result.summary()
+
+
+def test_sglang_chain_logits_entry_zero_coin_is_certain_under_injection():
+    flagged = inject_check(SGLANG_CHAIN.wrap(LOGITS_ENTRY[1]), rows=256, seed=3, scenarios=injection_scenarios())
+    assert flagged.verdict == "flagged" and "target probability 0" in flagged.findings[0].describe(), flagged.summary()
+    clean = inject_check(SGLANG_CHAIN.wrap(LOGITS_ENTRY[0]), rows=256, seed=3, scenarios=injection_scenarios())
+    assert clean.verdict == "not-flagged", clean.summary()
+
+
+def test_sglang_chain_logits_form_hands_float32_log_probabilities_and_unit_temperatures():
+    seen = {}
+
+    def kernel(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+               retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_logits, temperatures,
+               draft_probs, threshold_single, threshold_acc, deterministic):
+        seen.update(logits=target_logits, temperatures=temperatures)
+        LOGITS_ENTRY[0](predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+                        retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_logits,
+                        temperatures, draft_probs)
+
+    target = torch.tensor([[[0.5, 0.5, 0.0]] * 2], dtype=torch.bfloat16)
+    draft = torch.tensor([[[0.25, 0.25, 0.5]]], dtype=torch.bfloat16)
+    out = SGLANG_CHAIN.wrap(kernel)(draft, target, torch.tensor([[2]]), torch.Generator().manual_seed(0))
+    logits = seen["logits"]
+    assert logits.dtype == torch.float32 and logits.shape == (2, 3) and bool((logits[:, 2] == -torch.inf).all())
+    assert torch.equal(seen["temperatures"], torch.ones(1))
+    assert out.shape == (1, 2) and out[0, 0].item() in (0, 1) and out[0, 1].item() == -1  # p(2) = 0: rejected
+
+
+def test_sglang_chain_logits_entry_softmax_matches_the_kernels_reduction():
+    """``exp(logit / T - lse)`` per row, the temperature of each request on all its slots; a row of ``-inf``
+    logits but one keeps exact zeros."""
+    logits = torch.tensor([[0.0, 1.0, -torch.inf], [2.0, -torch.inf, -torch.inf]])
+    law = sglang_chain._target_from_logits(logits, torch.tensor([0.5]), 2)
+    assert law.shape == (1, 2, 3)
+    assert torch.allclose(law[0, 0], torch.softmax(logits[0] / 0.5, dim=-1))
+    assert law[0, 1].tolist() == [1.0, 0.0, 0.0] and law[0, 0, 2].item() == 0.0
+
+
 # -- FlashInfer 0.6-0.7's generator API (seed and offset from the generator, or per request) -----------------
 
 def test_flashinfer_seed_offset_layout_passes_through_its_adapter():
