@@ -6,12 +6,16 @@ the adapter's contract (``.contract``: ``"batched"`` or ``"tree"``); a mismatch 
 follows, which side its letters mean, and how the harness generator becomes the runtime's randomness
 (``.runtime``, ``.randomness``; the module docstrings give the full conversion):
 
-- ``vllm-v1``: vLLM v1 ``rejection_sample`` (:mod:`.vllm_v1`), per-request generators;
+- ``vllm-v1``: vLLM v1 ``rejection_sample`` (:mod:`.vllm_v1`), per-request generators; target probabilities
+  (up to 0.32) or target logits (0.33);
+- ``vllm-mrv2``: vLLM's model runner V2 ``rejection_sample`` (:mod:`.vllm_mrv2`), one seed per request;
 - ``vllm-v0``: vLLM v0 ``RejectionSampler.forward`` (:mod:`.vllm_v0`), ``seeded_seqs``;
 - ``flashinfer``: FlashInfer ``chain_speculative_sampling`` (:mod:`.flashinfer_adapter`), caller-made
   uniforms (0.1.x) or a generator (0.2.x+);
 - ``transformers``: transformers ``_speculative_sampling`` (:mod:`.transformers_adapter`), one row at a
   time on the global RNG seeded inside ``fork_rng``;
+- ``sglang-chain``: SGLang's Triton chain kernels ``chain_speculative_sampling_triton``, its block variant
+  and its logits entry (:mod:`.sglang_chain`), caller coins;
 - ``sglang-tree``: SGLang ``tree_speculative_sampling_target_only`` (:mod:`.sglang_tree`), tree contract.
 
 Each is tested without the runtime against the canonical rule written in that runtime's layout
