@@ -51,10 +51,16 @@ Logits entry (``chain_speculative_sampling_from_logits_triton``, read in one sto
 ``python/sglang/kernels/ops/speculative/reject_sampling.py``; the first release that ships it was not
 confirmed): the same classic kernel with ``target_logits [B*S, V]`` float32 (asserted) and ``temperatures [B]``
 in place of ``target_probs``; the kernel computes ``p = exp(logit / T - lse)`` itself, ``lse = m + log(sum
-exp(logit / T - m))`` from per-block maxima ``m`` (a block whose maximum is ``-inf`` counts 0), on every row
-it reads. :func:`chain_speculative_sampling_from_logits_triton` is the canonical round on that law (the
-block statistics' combination written as one row reduction, exact in the same cases); its mutant
-:func:`chain_speculative_sampling_from_logits_triton_le` tests ``coin * q <= p`` (the zero-coin class).
+exp(logit / T - m))`` from per-block maxima ``m`` (a block whose maximum is ``-inf`` counts 0; an all-``-inf``
+row gives NaN), on every row it reads. :func:`chain_speculative_sampling_from_logits_triton` is the canonical
+round on that law (the block statistics' combination written as one row reduction: equal up to float32
+rounding). Mutants: :func:`chain_speculative_sampling_from_logits_triton_le` tests ``coin * q <= p`` (the
+zero-coin class); :func:`chain_speculative_sampling_from_logits_triton_last_id` is the released kernel's
+``V - 1`` on an empty residual. The kernel normalises the target itself, so that residual needs a draft row
+with ``p <= q`` everywhere and a rejection: a draft that is not a law (summing above 1), or a drafted token
+of draft probability 0 where ``p == q`` (:mod:`.sglang_dspark`'s released race). Well-formed draft laws
+never get there, so the batched check's "target sums below 1" cannot reach it on this entry, and its
+default check passes.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from specproof.impls.kernels.sampling import draw_inverse_cdf
 
 __all__ = ["chain_speculative_sampling_triton", "chain_speculative_sampling_triton_le",
            "chain_speculative_sampling_from_logits_triton", "chain_speculative_sampling_from_logits_triton_le",
+           "chain_speculative_sampling_from_logits_triton_last_id",
            "chain_speculative_sampling_triton_last_id", "chain_block_speculative_sampling_triton",
            "chain_block_speculative_sampling_triton_le", "chain_block_speculative_sampling_triton_last_id"]
 
@@ -191,24 +198,24 @@ def _layout(name: str, core, accept, empty_residual_last: bool, doc: str):
 
 def _target_from_logits(target_logits: torch.Tensor, temperatures: torch.Tensor, slots: int) -> torch.Tensor:
     """The logits entry's target law ``[B, S, V]`` (module docstring): ``exp(logit / T - lse)`` in float32, with
-    ``lse`` the row's ``max + log(sum exp(logit / T - max))`` and a row maximum of ``-inf`` summing to 0."""
+    ``lse`` the row's ``max + log(sum exp(logit / T - max))``, request ``b``'s temperature on its ``S`` rows;
+    an all-``-inf`` row gives NaN, as the kernel's does."""
     rows, vocab = target_logits.shape
     temperature = temperatures.to(torch.float32).repeat_interleave(slots).unsqueeze(-1)
     scaled = target_logits.to(torch.float32) / temperature
     top = scaled.amax(dim=-1, keepdim=True)
     sumexp = torch.exp(scaled - top).sum(dim=-1, keepdim=True)
-    sumexp = torch.where(top == float("-inf"), torch.zeros_like(sumexp), sumexp)
     return torch.exp(scaled - (top + torch.log(sumexp))).reshape(rows // slots, slots, vocab)
 
 
-def _logits_layout(name: str, accept, doc: str):
+def _logits_layout(name: str, accept, empty_residual_last: bool, doc: str):
     """The logits entry's signature running :func:`_chain` on :func:`_target_from_logits`'s law."""
     def layout(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
                retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_logits, temperatures,
                draft_probs, threshold_single=1.0, threshold_acc=1.0, deterministic=True):
         target = _target_from_logits(target_logits, temperatures, candidates.shape[1])
         _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
-               uniform_samples_for_final_sampling, target, draft_probs, accept, False)
+               uniform_samples_for_final_sampling, target, draft_probs, accept, empty_residual_last)
 
     layout.__name__ = layout.__qualname__ = name
     layout.__doc__ = doc
@@ -245,9 +252,13 @@ chain_block_speculative_sampling_triton_last_id = _layout(
     "Bug (as released): the residual's normaliser is the computed ``Z_tau`` and a draw that finds no running "
     "sum past it emits id ``V - 1``.")
 chain_speculative_sampling_from_logits_triton = _logits_layout(
-    "chain_speculative_sampling_from_logits_triton", _strict,
+    "chain_speculative_sampling_from_logits_triton", _strict, False,
     "Canonical chain round on target logits, the softmax inside (module docstring's logits entry).")
 chain_speculative_sampling_from_logits_triton_le = _logits_layout(
-    "chain_speculative_sampling_from_logits_triton_le", _non_strict,
+    "chain_speculative_sampling_from_logits_triton_le", _non_strict, False,
     "Bug (zero-coin class, SGLang #35771) on the logits entry: ``coin * q <= p`` accepts ``p(x) = 0`` when the "
     "coin is 0.")
+chain_speculative_sampling_from_logits_triton_last_id = _logits_layout(
+    "chain_speculative_sampling_from_logits_triton_last_id", _strict, True,
+    "Bug (the released kernel) on the logits entry: a residual without positive mass emits id ``V - 1`` (reached "
+    "only through a draft row that is not a law or a drafted token of draft probability 0; module docstring).")

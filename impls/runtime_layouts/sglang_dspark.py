@@ -42,7 +42,7 @@ token win. A zero at a token of draft probability 0 proposes a draft the draft l
 target allows it, the chain test accepts it, and the law moves by at most the probability of such a round.
 If the target forbids it too, the test rejects it and the kernel draws from ``max(p - q, 0)``. Where the
 draft law equals the target law (a draft that agrees with the target: both softmaxes at the same point mass
-in float32, or the same top-k support), that residual is all zero and the released kernel emits id ``V -
+in float32, or the same logits under the same top-k), that residual is all zero and the released kernel emits id ``V -
 1``, a token of target probability 0 whenever the last id is outside the support (a padded or masked
 vocabulary's last id, a top-k cut): a certain failure, at ``2^-53`` per forbidden vocabulary entry of a
 drafted step on the CPU generator. Neither half alone is one: the guarded race with the released kernel

@@ -248,7 +248,10 @@ def test_a_verifier_on_the_global_rng_is_a_reproducibility_finding():
 def test_a_time_budget_that_runs_out_before_the_interlude_still_runs_it():
     """The budget ends the streams (their clock, or the quotas it set) before they drew the interlude's
     rows (11,264 for a verifier faster than 0.68 ms a row; this one takes at least 0.1 ms, so under
-    9,000 fit in the budget): the reproducibility pair and the injection run anyway, at the end."""
+    9,000 fit in the budget): the interlude runs anyway, at the end, within its share of the budget. On an
+    idle machine the reproducibility pair fits and flags the global RNG; on a loaded one the pair may not fit
+    its 0.1 s share at the measured speed, and the check says so and is not a PASS. Never is the interlude
+    dropped because the streams ended ("not run: the run ended before it")."""
     import time
 
 
@@ -257,9 +260,15 @@ def test_a_time_budget_that_runs_out_before_the_interlude_still_runs_it():
         return cli_targets.global_rng(draft_probs, target_probs, draft_token_ids, generator)
 
     result = check(slowed, time_budget=1.0, progress=False)
-    assert result.stop_reason in ("time-budget", "complete", "settled") and result.verdict is Verdict.FAIL
+    text = result.summary()
+    assert result.stop_reason in ("time-budget", "complete", "settled")
     assert result.rows < 2 * REPRODUCIBILITY_ROWS + INJECTION_ROWS * INJECTION_PASSES  # it was not yet due
-    assert [f.family for f in result.reproducibility] == ["reproducibility"] and result.injection is not None
+    assert "the run ended before it" not in text and result.injection is not None, text
+    if result.reproducibility:
+        assert result.verdict is Verdict.FAIL
+        assert [f.family for f in result.reproducibility] == ["reproducibility"]
+    else:  # the pair did not fit at this machine's speed
+        assert result.verdict is Verdict.UNDERPOWERED and "Reproducibility check not run: two runs of" in text, text
 
 
 def test_a_deadline_fits_passes_at_the_measured_rate_and_shrinks_the_reproducibility_pair():

@@ -295,13 +295,43 @@ def test_sglang_chain_logits_form_hands_float32_log_probabilities_and_unit_tempe
 
 
 def test_sglang_chain_logits_entry_softmax_matches_the_kernels_reduction():
-    """``exp(logit / T - lse)`` per row, the temperature of each request on all its slots; a row of ``-inf``
-    logits but one keeps exact zeros."""
-    logits = torch.tensor([[0.0, 1.0, -torch.inf], [2.0, -torch.inf, -torch.inf]])
-    law = sglang_chain._target_from_logits(logits, torch.tensor([0.5]), 2)
-    assert law.shape == (1, 2, 3)
-    assert torch.allclose(law[0, 0], torch.softmax(logits[0] / 0.5, dim=-1))
+    """``exp(logit / T_b - lse)`` per row, request ``b``'s temperature on all its slots; a ``-inf`` logit gives
+    an exact 0, and an all-``-inf`` row gives NaN, as the kernel's reduction does."""
+    logits = torch.tensor([[0.0, 1.0, -torch.inf], [2.0, -torch.inf, -torch.inf],
+                           [0.5, -1.0, 3.0], [-torch.inf, -torch.inf, -torch.inf]])
+    temperatures = torch.tensor([0.5, 2.0])
+    law = sglang_chain._target_from_logits(logits, temperatures, 2)
+    assert law.shape == (2, 2, 3)
+    for b in range(2):
+        assert torch.allclose(law[b, 0], torch.softmax(logits[2 * b] / temperatures[b], dim=-1))
     assert law[0, 1].tolist() == [1.0, 0.0, 0.0] and law[0, 0, 2].item() == 0.0
+    assert bool(law[1, 1].isnan().all())
+
+
+def test_sglang_chain_logits_entry_last_id_needs_a_draft_of_draft_probability_0():
+    """The logits entry normalises its target, so its released ``V - 1`` fallback is reached only where
+    ``p <= q`` everywhere and the draft is rejected: ``p == q`` and a drafted token that both laws forbid."""
+    p = torch.tensor([0.5, 0.5, 0.0, 0.0])
+    target = p.expand(64, 2, 4).contiguous()
+    draft = p.expand(64, 1, 4).contiguous()
+    ids = torch.full((64, 1), 2, dtype=torch.int64)  # q(2) = p(2) = 0: always rejected, residual all zero
+    released = SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_from_logits_triton_last_id)(
+        draft, target, ids, torch.Generator().manual_seed(1))
+    canonical = SGLANG_CHAIN.wrap(LOGITS_ENTRY[0])(draft, target, ids, torch.Generator().manual_seed(1))
+    assert (released[:, 0] == 3).all() and (canonical[:, 0] < 2).all() and (canonical[:, 1] == -1).all()
+
+
+def test_sglang_chain_logits_entry_last_id_is_not_reached_by_the_target_sums_scenario():
+    """What the adapter's docstring states: on this entry the check's "target sums below 1" is renormalised,
+    so the released fallback passes there, while the probabilities entry's fails."""
+    scenarios = [s for s in default_suite() if s.name.startswith("target sums below 1")]
+    assert scenarios, [s.name for s in default_suite()]
+    logits = check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_from_logits_triton_last_id),
+                   samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=scenarios)
+    probs = check(SGLANG_CHAIN.wrap(sglang_chain.chain_speculative_sampling_triton_last_id),
+                  samples=2048, seed=1, max_detectable_tv=MAX_TV, inject=False, scenarios=scenarios)
+    assert logits.passed, logits.summary()
+    assert not probs.passed and any(f.certain for f in probs.findings), probs.summary()
 
 
 # -- FlashInfer 0.6-0.7's generator API (seed and offset from the generator, or per request) -----------------
