@@ -1,56 +1,75 @@
 """Canonical speculative sampling in SGLang's chain verifier layout, and two of its bugs.
 
-Layout (SGLang 0.5.21 to 0.5.23, ``chain_speculative_sampling_triton``: a Triton classic chain kernel
-for ``topk = 1`` drafts, called with the target-only tree kernel's arguments)::
+Layout (SGLang's ``chain_speculative_sampling_triton``: a Triton classic chain kernel for ``topk = 1``
+drafts, called with the target-only tree kernel's arguments)::
 
     chain_speculative_sampling_triton(predicts [B*S] int32, accept_index [B, S] int32,
         accept_token_num [B] int32, candidates [B, S] int64, retrive_index [B, S] int64,
         retrive_next_token, retrive_next_sibling, uniform_samples [B, S] float32,
         uniform_samples_for_final_sampling [B] float32, target_probs [B, S, V], draft_probs [B, S-1, V],
-        threshold_single, threshold_acc, deterministic) -> None
+        threshold_single, threshold_acc, deterministic, *, block_verification=False) -> None
+
+Releases (read in the wheels on PyPI, 0.5.23 the newest): none before 0.5.14; ``sglang.srt.speculative.
+reject_sampling`` in 0.5.14 and 0.5.15, ``sglang.kernels.ops.speculative.reject_sampling`` from 0.5.16; a
+NaN ``q`` reads as 0 in the correction from 0.5.17; from 0.5.21 a drafted token whose ``q`` is not in
+``(0, 1]`` is rejected outright (``q_is_prob``) and any ``q`` outside ``[0, 1]`` reads as 0 in the
+correction; from 0.5.22 ``block_verification=True`` selects block verification in the same kernel. Every
+release emits id ``V - 1`` on an empty residual. The file is the same within 0.5.14 to 0.5.16, 0.5.17 to
+0.5.20 and 0.5.22 to 0.5.23. This layout follows 0.5.21 to 0.5.23. Run through
+:mod:`specproof.impls.adapters.sglang_chain` under ``TRITON_INTERPRET=1`` on the same coins, the released
+kernels of 0.5.21 and 0.5.23 (``block_verification`` off and on) emit the same tokens as
+:func:`chain_speculative_sampling_triton_last_id` row for row (480 rows a case: laws, targets summing below
+1, drafted tokens of draft probability 0, draft values outside ``[0, 1]``); those of 0.5.14 and 0.5.17 do on
+laws and targets summing below 1, and differ where a draft value is 0 or outside ``[0, 1]`` (checked
+outside this repository, on the wheels' files).
 
 Slot 0 of each request is the root (the token before the drafts), slot ``s >= 1`` draft ``s - 1``; the
 ``next``/``sibling`` links and the thresholds are not read by the chain kernel. Step ``s`` tests draft
 ``x = candidates[b, s]`` against row ``r`` (the last accepted slot, 0 at first) with the multiplication
-form ``coin * q_r(x) < p_r(x)``, ``coin = uniform_samples[b, s - 1]``; an accepted draft is written to
-``predicts[retrive_index[b, r]]`` and ``accept_index[b, n] = retrive_index[b, s]``. The final token
-(correction, or bonus from ``p`` when every draft was accepted) is the inverse CDF of
-``max(p_r - q_r, 0)`` (NaN ``q`` read as 0) at ``uniform_samples_for_final_sampling[b] * total``,
-written to ``predicts`` at the last accepted slot. Emitted sequence: ``predicts[accept_index[b, j]]``
-for ``j <= accept_token_num[b]``.
+form ``coin * q_r(x) < p_r(x)``, ``coin = uniform_samples[b, s - 1]``, and only if ``0 < q_r(x) <= 1``; an
+accepted draft is written to ``predicts[retrive_index[b, r]]`` and ``accept_index[b, n] = retrive_index[b,
+s]``. The final token (correction, or bonus from ``p`` when every draft was accepted) is the inverse CDF of
+``max(p_r - q_r, 0)`` (``q`` outside ``[0, 1]`` read as 0) at ``uniform_samples_for_final_sampling[b] *
+total``, written to ``predicts`` at the last accepted slot. Emitted sequence: ``predicts[accept_index[b,
+j]]`` for ``j <= accept_token_num[b]``.
 
-Block variant (``chain_block_speculative_sampling_triton``, same signature and outputs; block verification
-of Sun et al. 2024, arXiv:2403.10444, as SGLang's ``speculative_sampling_block_kernel`` computes it): along
-the chain, ``w_0 = 1``, ``w_s = min(1, w_{s-1} p(x_s) / q(x_s))`` (``q(x_s) = 0``: ratio 1 if ``p(x_s) > 0``,
-else 0); ``h_s = Z_s / (Z_s + 1 - w_s)`` with ``Z_s = sum_x max(w_s p_s(x) - q_s(x), 0)`` on row ``s`` (in
-closed form ``max(w_s (1 - p_s(x_{s+1})), 0)`` when ``q_s(x_{s+1}) >= 1``; 0 when ``w_s = 0``), ``h_s = 1``
-when the denominator is 0, and ``h_K = w_K``; every step is tested (no early stop) and ``tau`` is the last
-step whose coin passes; the final token is the inverse CDF of ``p_K`` (``tau = K``) or of
-``max(w_tau p_tau - q_tau, 0)``.
+Block verification (``block_verification=True``; Sun et al. 2024, arXiv:2403.10444, Algorithm 2): along
+the chain, ``w_0 = 1``, ``w_s = min(1, w_{s-1} p(x_s) / q(x_s))`` (0 when ``q(x_s)`` is not in ``(0, 1]``);
+``h_s = Z_s / (Z_s + 1 - w_s)`` with ``Z_s = sum_x max(w_s p_s(x) - q_s(x), 0)`` on row ``s`` when ``0 < w_s <
+1`` and ``s < K`` (this sum reads ``q`` unguarded: a value outside ``[0, 1]`` counts as it is, and a NaN term
+counts 0, as the GPU's maximum gives it; Triton's interpreter propagates it), else ``h_s = w_s``; every
+step is tested (no early stop) and ``tau`` is the last step whose coin passes ``coin < w`` and then ``coin <
+h`` (the kernel's shortcut, equal to ``coin < h`` where the draft rows are laws, since then ``h <= w``); the
+final token is the inverse CDF of ``p_K`` (``tau = K``) or of
+``max(w_tau p_tau - q_tau, 0)``, normalised by ``Z_tau`` where it was computed. The same arguments also
+drive ``chain_block_speculative_sampling_triton``, a separate block function read in two stored revisions
+of SGLang (``speculative_sampling_block_kernel``, testing ``coin <= h``) that no release through 0.5.23
+ships; :func:`chain_block_speculative_sampling_triton` and its mutants are this module's functions with
+``block_verification`` on by default.
 
 Canonical here: as above, with a residual that has no positive entry falling back to ``p`` (the
-library's :func:`~specproof.impls.kernels.sampling.correction_weights`); the block variant with the
+library's :func:`~specproof.impls.kernels.sampling.correction_weights`); block verification with the
 strict ``coin < h`` (an ``h`` of 0 is never passed) and its draw normalised by the weights' own sum.
 
 Mutants:
 
 - :func:`chain_speculative_sampling_triton_le`: ``coin * q <= p``, the zero-coin class (SGLang issue
   #35771: a coin of exactly 0 accepts a draft whose target probability is 0; float32 coins are 0 with
-  probability ``2^-24``), fixed by a ``target_prob > 0`` guard.
-- :func:`chain_speculative_sampling_triton_last_id`: the released kernel's fallback for a residual
-  without positive mass (``p <= q`` everywhere, reachable in floats): it emits id ``V - 1``, which may
-  have ``p = 0``.
-- :func:`chain_block_speculative_sampling_triton_le`: the block kernel's test ``coin <= h`` as released
-  (Algorithm 2's ``<=``): a coin of exactly 0 at a step whose draft has ``p = 0`` (``w = 0``, so ``h = 0``)
-  takes ``tau`` there and emits that draft.
-- :func:`chain_block_speculative_sampling_triton_last_id`: the block kernel's final draw as released: the
-  threshold is ``coin * Z_tau`` with ``Z_tau`` as computed for ``h`` (the closed form included), and a
-  draw that finds no running sum past it emits id ``V - 1`` (a target summing below 1 gets there).
+  probability ``2^-24``), fixed by a ``target_prob > 0`` guard; with ``block_verification``, ``coin <= h``.
+- :func:`chain_speculative_sampling_triton_last_id`: every release's fallback for a residual without
+  positive mass (``p <= q`` everywhere, reachable in floats): it emits id ``V - 1``, which may have
+  ``p = 0``; with ``block_verification`` the threshold is ``coin * Z_tau`` as computed for ``h``.
+- :func:`chain_block_speculative_sampling_triton_le`: the unreleased block function's ``coin <= h``: a
+  coin of exactly 0 at a step whose draft has ``p = 0`` (``w = 0``, so ``h = 0``) takes ``tau`` there and
+  emits that draft.
+- :func:`chain_block_speculative_sampling_triton_last_id`: the block draw's ``V - 1`` (a target summing
+  below 1 gets there).
 
-Logits entry (``chain_speculative_sampling_from_logits_triton``, read in one stored revision of
-``python/sglang/kernels/ops/speculative/reject_sampling.py``; the first release that ships it was not
-confirmed): the same classic kernel with ``target_logits [B*S, V]`` float32 (asserted) and ``temperatures [B]``
-in place of ``target_probs``; the kernel computes ``p = exp(logit / T - lse)`` itself, ``lse = m + log(sum
+Logits entry (``chain_speculative_sampling_from_logits_triton``, read in two stored revisions of
+``python/sglang/kernels/ops/speculative/reject_sampling.py``, positional and keyword-only; no release through
+0.5.23 ships it): the classic kernel of 0.5.17 to 0.5.20 (no ``q_is_prob`` rule, a NaN ``q`` read as 0)
+with ``target_logits [B*S, V]`` float32 (asserted) and ``temperatures [B]`` in place of ``target_probs``; the
+kernel computes ``p = exp(logit / T - lse)`` itself, ``lse = m + log(sum
 exp(logit / T - m))`` from per-block maxima ``m`` (a block whose maximum is ``-inf`` counts 0; an all-``-inf``
 row gives NaN), on every row it reads. :func:`chain_speculative_sampling_from_logits_triton` is the canonical
 round on that law (the block statistics' combination written as one row reduction: equal up to float32
@@ -84,13 +103,21 @@ def _non_strict(coin, q, p):
     return coin * q <= p
 
 
+def _draft_values(draft_probs: torch.Tensor, gated: bool = True) -> torch.Tensor:
+    """The draft rows as the kernel reads them, float32: since 0.5.21 (``gated``) a value outside ``[0, 1]``
+    (NaN, an infinity, a negative) reads as 0, and a drafted token whose value is then 0 fails every test
+    (``q_is_prob``); before (the logits entry's revision), only NaN reads as 0."""
+    draft = draft_probs.to(torch.float32)
+    keep = (draft >= 0) & (draft <= 1) if gated else draft == draft
+    return torch.where(keep, draft, torch.zeros_like(draft))
+
+
 def _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
-           uniform_samples_for_final_sampling, target_probs, draft_probs, accept, empty_residual_last):
+           uniform_samples_for_final_sampling, target_probs, draft_probs, accept, empty_residual_last, gated=True):
     batch, slots = candidates.shape
     rows = torch.arange(batch, device=candidates.device)
     target = target_probs.to(torch.float32)
-    draft = draft_probs.to(torch.float32)
-    draft = torch.where(draft == draft, draft, torch.zeros_like(draft))  # NaN q read as 0
+    draft = _draft_values(draft_probs, gated)
     row = torch.zeros(batch, dtype=torch.int64, device=candidates.device)
     active = torch.ones(batch, dtype=torch.bool, device=candidates.device)
     accepted = torch.zeros(batch, dtype=torch.int64, device=candidates.device)
@@ -98,7 +125,7 @@ def _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, 
         token = candidates[:, step].to(torch.int64)
         p = target[rows, row, token]
         q = draft[rows, row.clamp(max=draft.shape[1] - 1), token]
-        ok = active & accept(uniform_samples[:, step - 1].to(torch.float32), q, p)
+        ok = active & ((q > 0) | (not gated)) & accept(uniform_samples[:, step - 1].to(torch.float32), q, p)
         accepted += ok.to(torch.int64)
         row = torch.where(ok, torch.full_like(row, step), row)
         active &= ok
@@ -146,50 +173,54 @@ def _block(predicts, accept_index, accept_token_num, candidates, retrive_index, 
     drafts = slots - 1
     rows = torch.arange(batch, device=candidates.device)
     target = target_probs.to(torch.float32)
-    draft = draft_probs.to(torch.float32)
-    draft = torch.where(draft == draft, draft, torch.zeros_like(draft))  # NaN q read as 0
+    raw, draft = draft_probs.to(torch.float32), _draft_values(draft_probs)
     tokens = candidates[:, 1:].to(torch.int64)
     p_x = target[:, :drafts].gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
     q_x = draft[:, :drafts].gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    # q = 0: accept outright when p > 0, reject when p = 0 (the kernel's degenerate-draft rule)
-    ratio = torch.where(q_x > 0, p_x / torch.where(q_x > 0, q_x, torch.ones_like(q_x)), (p_x > 0).to(p_x.dtype))
     weight = torch.ones(batch, dtype=torch.float32, device=candidates.device)
     tau = torch.zeros(batch, dtype=torch.int64, device=candidates.device)
     w_tau, z_tau = torch.ones_like(weight), torch.zeros_like(weight)
+    scanned_tau = torch.zeros(batch, dtype=torch.bool, device=candidates.device)
     for step in range(1, slots):
-        weight = torch.clamp(weight * ratio[:, step - 1], max=1.0)
+        q = q_x[:, step - 1]
+        # w_s = min(w_{s-1} p / q, 1) in the kernel's order of operations; a q that is not a probability gives 0
+        ratio = weight * p_x[:, step - 1] / torch.where(q > 0, q, torch.ones_like(q))
+        weight = torch.where(q > 0, torch.clamp(ratio, max=1.0), torch.zeros_like(weight))
+        scanned = (weight > 0) & (weight < 1) if step < drafts else torch.zeros_like(tau, dtype=torch.bool)
         if step < drafts:
-            nxt = tokens[:, step]
-            one_hot = draft[rows, step, nxt] >= 1.0  # Z in closed form: w (1 - p(x_{step+1}))
-            closed = torch.clamp(weight * (1.0 - target[rows, step, nxt]), min=0.0)
-            scan = torch.relu(weight.unsqueeze(-1) * target[:, step] - draft[:, step]).sum(dim=-1)
-            z = torch.where(weight > 0, torch.where(one_hot, closed, scan), torch.zeros_like(weight))
-            denom = z + 1.0 - weight
-            h = torch.where(denom > 0, z / torch.where(denom > 0, denom, torch.ones_like(denom)), torch.ones_like(z))
+            # this scan reads q unguarded (a NaN term counts 0, as the GPU's max does; the interpreter's is NaN)
+            terms = weight.unsqueeze(-1) * target[:, step] - raw[:, step]
+            z = torch.where(terms > 0, terms, torch.zeros_like(terms)).sum(dim=-1)
+            z = torch.where(scanned, z, torch.zeros_like(z))
+            h = torch.where(scanned, z / torch.where(scanned, z + 1.0 - weight, torch.ones_like(z)), weight)
         else:
             z, h = torch.zeros_like(weight), weight
-        hit = stop(uniform_samples[:, step - 1].to(torch.float32), h)
+        coin = uniform_samples[:, step - 1].to(torch.float32)
+        hit = stop(coin, weight) & stop(coin, h)  # the kernel tests w first (h <= w where the draft rows are laws)
         tau = torch.where(hit, torch.full_like(tau, step), tau)
         w_tau, z_tau = torch.where(hit, weight, w_tau), torch.where(hit, z, z_tau)
+        scanned_tau = torch.where(hit, scanned, scanned_tau)
     all_accepted = tau == drafts
     p_row = target[rows, tau]
     q_row = draft[rows, tau.clamp(max=drafts - 1)]
     weights = torch.where(all_accepted.unsqueeze(-1), p_row, torch.relu(w_tau.unsqueeze(-1) * p_row - q_row))
-    # the kernel's normaliser: the target row's sum, the root row's scan at tau = 0, else Z_tau as computed above
-    norm = torch.where(all_accepted | (tau == 0), weights.sum(dim=-1), z_tau)
+    # the kernel's normaliser: Z_tau where it was scanned for h, else the weights' own sum
+    norm = torch.where(scanned_tau, z_tau, weights.sum(dim=-1))
     final = _final_token(weights, p_row, uniform_samples_for_final_sampling.to(torch.float32), norm,
                          empty_residual_last)
     _write(predicts, accept_index, accept_token_num, candidates, retrive_index, tau, final)
 
 
-def _layout(name: str, core, accept, empty_residual_last: bool, doc: str):
-    """A function with the runtime's signature running ``core`` (:func:`_chain` or :func:`_block`) with one
-    acceptance test and fallback."""
+def _layout(name: str, chain_test, block_test, empty_residual_last: bool, doc: str, *, block: bool = False):
+    """A function with the runtime's signature: :func:`_chain` with ``chain_test``, or, with
+    ``block_verification`` (0.5.22's keyword; ``block`` its default), :func:`_block` with ``block_test``; both
+    with one fallback for an empty residual."""
     def layout(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
                retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
-               threshold_single=1.0, threshold_acc=1.0, deterministic=True):
+               threshold_single=1.0, threshold_acc=1.0, deterministic=True, *, block_verification=block):
+        core, test = (_block, block_test) if block_verification else (_chain, chain_test)
         core(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
-             uniform_samples_for_final_sampling, target_probs, draft_probs, accept, empty_residual_last)
+             uniform_samples_for_final_sampling, target_probs, draft_probs, test, empty_residual_last)
 
     layout.__name__ = layout.__qualname__ = name
     layout.__doc__ = doc
@@ -215,7 +246,7 @@ def _logits_layout(name: str, accept, empty_residual_last: bool, doc: str):
                draft_probs, threshold_single=1.0, threshold_acc=1.0, deterministic=True):
         target = _target_from_logits(target_logits, temperatures, candidates.shape[1])
         _chain(predicts, accept_index, accept_token_num, candidates, retrive_index, uniform_samples,
-               uniform_samples_for_final_sampling, target, draft_probs, accept, empty_residual_last)
+               uniform_samples_for_final_sampling, target, draft_probs, accept, empty_residual_last, gated=False)
 
     layout.__name__ = layout.__qualname__ = name
     layout.__doc__ = doc
@@ -231,26 +262,29 @@ def _at_most(coin, h):
 
 
 chain_speculative_sampling_triton = _layout(
-    "chain_speculative_sampling_triton", _chain, _strict, False,
-    "Canonical chain round in SGLang's layout (module docstring); fills the three output tensors.")
+    "chain_speculative_sampling_triton", _strict, _below, False,
+    "Canonical chain round in SGLang's layout (module docstring); fills the three output tensors; "
+    "``block_verification=True``: canonical block verification.")
 chain_speculative_sampling_triton_le = _layout(
-    "chain_speculative_sampling_triton_le", _chain, _non_strict, False,
-    "Bug (zero-coin class, SGLang #35771): ``coin * q <= p`` accepts ``p(x) = 0`` when the coin is 0.")
+    "chain_speculative_sampling_triton_le", _non_strict, _at_most, False,
+    "Bug (zero-coin class, SGLang #35771): ``coin * q <= p`` accepts ``p(x) = 0`` when the coin is 0 (with "
+    "``block_verification=True``: ``coin <= h``).")
 chain_speculative_sampling_triton_last_id = _layout(
-    "chain_speculative_sampling_triton_last_id", _chain, _strict, True,
-    "Bug (the released kernel): a residual without positive mass emits id ``V - 1``.")
+    "chain_speculative_sampling_triton_last_id", _strict, _below, True,
+    "Bug (every release, 0.5.14 to 0.5.23): a residual without positive mass emits id ``V - 1`` (with "
+    "``block_verification=True`` too).")
 chain_block_speculative_sampling_triton = _layout(
-    "chain_block_speculative_sampling_triton", _block, _below, False,
+    "chain_block_speculative_sampling_triton", _strict, _below, False,
     "Canonical block verification in SGLang's chain layout (module docstring): ``coin < h``, an empty "
-    "residual falls back to ``p``.")
+    "residual falls back to ``p``.", block=True)
 chain_block_speculative_sampling_triton_le = _layout(
-    "chain_block_speculative_sampling_triton_le", _block, _at_most, False,
-    "Bug (as released, zero-coin class): ``coin <= h`` takes ``tau`` at a step with ``h = 0`` when the coin is "
-    "0, which emits a draft of target probability 0.")
+    "chain_block_speculative_sampling_triton_le", _non_strict, _at_most, False,
+    "Bug (the unreleased block function's test, zero-coin class): ``coin <= h`` takes ``tau`` at a step with "
+    "``h = 0`` when the coin is 0, which emits a draft of target probability 0.", block=True)
 chain_block_speculative_sampling_triton_last_id = _layout(
-    "chain_block_speculative_sampling_triton_last_id", _block, _below, True,
+    "chain_block_speculative_sampling_triton_last_id", _strict, _below, True,
     "Bug (as released): the residual's normaliser is the computed ``Z_tau`` and a draw that finds no running "
-    "sum past it emits id ``V - 1``.")
+    "sum past it emits id ``V - 1``.", block=True)
 chain_speculative_sampling_from_logits_triton = _logits_layout(
     "chain_speculative_sampling_from_logits_triton", _strict, False,
     "Canonical chain round on target logits, the softmax inside (module docstring's logits entry).")

@@ -256,6 +256,55 @@ def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
     assert (released[:, 0] == 3).all() and (canonical[:, 0] == 0).all() and (canonical[:, 1] == -1).all()
 
 
+def _chain_call(kernel, candidates, coins, final, target, draft, **keywords):
+    """One request through ``kernel`` with the caller's coins: the emitted tokens and the accepted count."""
+    slots = candidates.shape[1]
+    out = dict(predicts=torch.zeros(slots, dtype=torch.int32), accept_index=torch.full((1, slots), -1, dtype=torch.int32),
+               accept_token_num=torch.zeros(1, dtype=torch.int32))
+    kernel(**out, candidates=candidates, retrive_index=torch.arange(slots).reshape(1, slots), retrive_next_token=None,
+           retrive_next_sibling=None, uniform_samples=coins, uniform_samples_for_final_sampling=final,
+           target_probs=target, draft_probs=draft, **keywords)
+    accepted = out["accept_token_num"].item()
+    return out["predicts"][out["accept_index"][0, :accepted + 1]].tolist(), accepted
+
+
+@pytest.mark.parametrize("q_x", [0.0, 1.5, float("nan")], ids=["zero", "above-one", "nan"])
+def test_sglang_chain_rejects_a_draft_whose_draft_value_is_not_a_probability(q_x):
+    """0.5.21 to 0.5.23 (``q_is_prob``): a drafted token with ``q`` outside ``(0, 1]`` is rejected whatever ``p``
+    and the coin, and the correction reads that ``q`` as 0: here ``max(p - q, 0) = p`` at every token."""
+    target = torch.tensor([[[0.25, 0.75, 0.0], [0.5, 0.5, 0.0]]])
+    draft = torch.tensor([[[0.5, q_x, 0.5]]])
+    for kernel in (sglang_chain.chain_speculative_sampling_triton, sglang_chain.chain_speculative_sampling_triton_last_id):
+        tokens, accepted = _chain_call(kernel, torch.tensor([[0, 1]]), torch.tensor([[0.0, 0.0]]), torch.tensor([0.5]),
+                                       target, draft)
+        assert accepted == 0 and tokens == [1], (kernel.__name__, tokens)  # p = (1/4, 3/4, 0) at 0.5: token 1
+
+
+def test_sglang_chain_block_verification_keyword_is_the_block_round():
+    """0.5.22's ``block_verification=True`` runs block verification in the same function: on
+    :func:`test_sglang_block_verification_keeps_testing_after_a_failed_step`'s round it keeps both drafts, where
+    token-wise verification stops at step 1."""
+    quarter = [0.25, 0.25, 0.25, 0.25]
+    target = torch.tensor([[[0.5, 0.5, 0.0, 0.0], quarter, quarter]])
+    draft = torch.tensor([[[0.25, 0.75, 0.0, 0.0], quarter]])
+    args = (torch.tensor([[0, 1, 3]]), torch.tensor([[0.9, 0.5, 0.0]]), torch.tensor([0.6]), target, draft)
+    block = _chain_call(sglang_chain.chain_speculative_sampling_triton, *args, block_verification=True)
+    assert block == _chain_call(sglang_chain.chain_block_speculative_sampling_triton, *args) == ([1, 3, 2], 2)
+    assert _chain_call(sglang_chain.chain_speculative_sampling_triton, *args)[1] == 0
+
+
+def test_sglang_block_verification_tests_the_weight_before_h():
+    """The kernel passes step ``s`` only if ``coin < w_s`` and then ``coin < h_s``; ``h <= w`` for draft rows that
+    are laws, but a negative draft entry on row 1 gives ``Z_1 = 1.25``, ``h_1 = 1.25 / 1.75 > w_1 = 1/2``: a coin of
+    0.6 fails step 1 there, and step 2 (``h_2 = w_2 = 1/2``) fails at 0.9, so nothing is accepted."""
+    target = torch.tensor([[[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.5, 0.5, 0.0]]])
+    draft = torch.tensor([[[1.0, 0.0, 0.0], [-1.0, 0.5, 0.5]]])
+    tokens, accepted = _chain_call(sglang_chain.chain_speculative_sampling_triton, torch.tensor([[0, 0, 1]]),
+                                   torch.tensor([[0.6, 0.9, 0.0]]), torch.tensor([0.2]), target, draft,
+                                   block_verification=True)
+    assert accepted == 0 and tokens == [1], tokens  # max(p - q, 0) on row 0 is (0, 1/2, 0)
+
+
 LOGITS_ENTRY = (sglang_chain.chain_speculative_sampling_from_logits_triton,
                 sglang_chain.chain_speculative_sampling_from_logits_triton_le)
 
