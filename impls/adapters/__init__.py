@@ -7,7 +7,7 @@ follows, which side its letters mean, and how the harness generator becomes the 
 (``.runtime``, ``.randomness``; the module docstrings give the full conversion):
 
 - ``vllm-v1``: vLLM v1 ``rejection_sample`` (:mod:`.vllm_v1`), per-request generators; target probabilities
-  (up to 0.32) or target logits (0.33);
+  (up to 0.15) or target logits (0.16 to 0.33; 0.34 dropped it);
 - ``vllm-mrv2``: vLLM's model runner V2 ``rejection_sample`` (:mod:`.vllm_mrv2`), one seed per request;
 - ``vllm-v0``: vLLM v0 ``RejectionSampler.forward`` (:mod:`.vllm_v0`), ``seeded_seqs``;
 - ``flashinfer``: FlashInfer ``chain_speculative_sampling`` (:mod:`.flashinfer_adapter`), caller-made

@@ -1,7 +1,7 @@
 """Adapter ``vllm-mrv2``: vLLM model runner V2's ``rejection_sample`` behind the batched contract.
 
 Follows ``rejection_sample`` of ``vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py`` (model
-runner V2, vLLM 0.31 to 0.33.x; Triton kernels, GPU only in the release)::
+runner V2, vLLM 0.22.0 to 0.34.0, the newest release; Triton kernels, GPU only in the release)::
 
     rejection_sample(target_logits, draft_logits, draft_sampled, cu_num_logits, pos, idx_mapping,
                      expanded_idx_mapping, expanded_local_pos, temperature, seed, num_speculative_steps,
@@ -21,9 +21,17 @@ Conversion of one harness round ``[B, K, V]``:
   ``seed [B]`` int64: one seed per request drawn from the harness generator (:func:`.base.derived_seeds`);
   ``num_speculative_steps = K``; the mode keywords keep their defaults (standard verification): to check
   block verification or FLy, check a ``functools.partial`` of the function with ``use_block_verification=True``
-  or ``fly_window_size=W`` (FLy's keywords exist only in the heads of pull request #53987; the watermark
-  keywords of later heads are not passed either);
+  or ``fly_window_size=W`` (FLy's keywords from 0.33.0; the watermark keywords of 0.30.0 on are not passed);
+- 0.34.0 (:data:`CACHE_FORM`): ``draft_logits_cache`` in place of ``draft_logits``, a
+  :class:`ReplicatedDraftLogits` over the same ``log q`` (``rejection_sample`` reads only its ``values`` and
+  ``row_mapping``, None for a cache that is not sharded across tensor-parallel ranks);
 - the output: ``sampled`` with the entries at or past ``num_sampled`` set to ``-1``.
+
+Run as released under ``TRITON_INTERPRET=1`` (0.33.0's and 0.34.0's ``rejection_sample`` from their wheels,
+imported without the rest of vLLM and with ``log1p`` written from ``tl.log``, since Triton's interpreter does
+not run libdevice; outside this repository), the standard mode takes about 0.4 s a row on this 2-core
+machine: 0.33.0's is UNDERPOWERED at ``--samples 64`` (406 s, no finding; its ``tl.rand`` draws injected, its
+hash-keyed Gumbel noise reported as not injected).
 
 Randomness: every draw of MRV2 is counter-based on ``(seed, pos)``; the seeds come from the harness
 generator, so a conforming function is a deterministic function of the harness generator's state.
@@ -36,7 +44,7 @@ import torch
 from specproof.impls.adapters.base import Adapter, SignatureForm, derived_seeds
 from specproof.impls.contract import check_round
 
-__all__ = ["ADAPTER", "mrv2_inputs"]
+__all__ = ["ADAPTER", "CACHE_FORM", "ReplicatedDraftLogits", "mrv2_inputs"]
 
 SIGNATURE = ("target_logits", "draft_logits", "draft_sampled", "cu_num_logits", "pos", "idx_mapping",
              "expanded_idx_mapping", "expanded_local_pos", "temperature", "seed", "num_speculative_steps")
@@ -63,10 +71,26 @@ def mrv2_inputs(draft_probs, target_probs, draft_token_ids, generator) -> dict:
     }
 
 
+CACHE_FORM = SignatureForm("vLLM MRV2 rejection_sample, 0.34 (draft_logits_cache)",
+                           ("target_logits", "draft_logits_cache") + SIGNATURE[2:])
+
+
+class ReplicatedDraftLogits:
+    """0.34's ``DraftLogitsCache`` as ``rejection_sample`` reads it: ``values [R, S, V]``, the row of a request
+    its request state index, and ``row_mapping`` None (a replicated cache, not sharded across TP ranks)."""
+
+    def __init__(self, values: torch.Tensor):
+        self.values = values
+        self.row_mapping = None
+
+
 def _build(fn, form):
     def verify(draft_probs, target_probs, draft_token_ids, generator):
         shape = check_round(draft_probs, target_probs, draft_token_ids, generator=generator)
-        result = fn(**mrv2_inputs(draft_probs, target_probs, draft_token_ids, generator))
+        inputs = mrv2_inputs(draft_probs, target_probs, draft_token_ids, generator)
+        if form is CACHE_FORM:
+            inputs["draft_logits_cache"] = ReplicatedDraftLogits(inputs.pop("draft_logits"))
+        result = fn(**inputs)
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             return result  # the contract check reports what came back
         sampled, num_sampled = result
@@ -80,8 +104,9 @@ def _build(fn, form):
 ADAPTER = Adapter(
     name="vllm-mrv2", contract="batched",
     runtime="vLLM model runner V2 rejection_sample (vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py, "
-            "0.31 to 0.33.x: target logits [L, V] and draft logits [R, S, V] in, log-space ratio test, "
-            "Gumbel-max resampling; target_logits = target p, draft_logits = draft q, no letter swap)",
+            "0.22.0 to 0.34.0: target logits [L, V] and draft logits [R, S, V] in (0.34: in a replicated "
+            "draft_logits_cache), log-space ratio test, Gumbel-max resampling; target_logits = target p, "
+            "draft_logits = draft q, no letter swap)",
     randomness="counter-based on (seed, pos): one seed per request in the seed tensor, drawn from the "
                "harness generator; positions 0..K",
-    forms=(SignatureForm("vLLM MRV2 rejection_sample", SIGNATURE),), build=_build)
+    forms=(SignatureForm("vLLM MRV2 rejection_sample", SIGNATURE), CACHE_FORM), build=_build)

@@ -3,14 +3,15 @@
 Follows the 8-argument function of ``vllm/v1/sample/rejection_sampler.py`` (V1 engine spec decode)
 in two forms:
 
-- 2025 releases up to 0.32.x (read at vllm-project/vllm 0097a7b, float32 uniforms, and in a later
-  fork with float64 uniforms): ``target_probs`` in the sixth argument::
+- releases up to 0.15.0 (read at vllm-project/vllm 0097a7b, float32 uniforms, and in the 0.12.0 and 0.15.0
+  wheels on PyPI, float64 uniforms): ``target_probs`` in the sixth argument::
 
     rejection_sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
                      draft_probs, target_probs, bonus_token_ids, sampling_metadata)
 
-- 0.33.x (December 2026): ``target_logits`` there, the processed target logits; the function applies
-  the softmax itself. The adapter hands ``log(p)`` in the dtype under test (``-inf`` where ``p = 0``),
+- 0.16.0 to 0.33.0 (the wheels on PyPI; 0.34.0 removed this file, model runner V2 only: ``--adapter
+  vllm-mrv2``): ``target_logits`` there, the processed target logits; the function applies the softmax
+  itself. The adapter hands ``log(p)`` in the dtype under test (``-inf`` where ``p = 0``),
   whose softmax is ``p`` up to one rounding (and exactly 0 where ``p = 0``).
 
 Letters: vLLM's ``draft_probs`` is the draft law (specproof's ``q``), ``target_probs`` the target
@@ -48,7 +49,7 @@ __all__ = ["ADAPTER", "V1SamplingMetadata", "request_generators"]
 
 SIGNATURE = ("draft_token_ids", "num_draft_tokens", "max_spec_len", "cu_num_draft_tokens",
              "draft_probs", "target_probs", "bonus_token_ids", "sampling_metadata")
-LOGITS_FORM = SignatureForm("vLLM 0.33 rejection_sample (target logits, softmax inside)",
+LOGITS_FORM = SignatureForm("vLLM 0.16 to 0.33 rejection_sample (target logits, softmax inside)",
                             SIGNATURE[:5] + ("target_logits",) + SIGNATURE[6:])
 
 
@@ -97,11 +98,11 @@ def sample_bonus(bonus_probs: torch.Tensor, generator: torch.Generator) -> torch
 
 ADAPTER = Adapter(
     name="vllm-v1", contract="batched",
-    runtime="vLLM v1 rejection_sample (vllm/v1/sample/rejection_sampler.py, V1 engine 2025 to 0.32.x "
-            "target probs, 0.33.x target logits with the softmax inside: flattened [num_tokens, V] rows, "
+    runtime="vLLM v1 rejection_sample (vllm/v1/sample/rejection_sampler.py, V1 engine up to 0.15.0 "
+            "target probs, 0.16.0 to 0.33.0 target logits with the softmax inside: flattened [num_tokens, V] rows, "
             "int32 ids, cu_num_draft_tokens, bonus sampled outside; draft_probs = draft q, target = "
             "target p, no letter swap)",
     randomness="one torch.Generator per request in sampling_metadata.generators, each seeded from the "
                "harness generator; the bonus token drawn from the harness generator",
-    forms=(SignatureForm("vLLM v1 rejection_sample (<= 0.32, target probs)", SIGNATURE), LOGITS_FORM),
+    forms=(SignatureForm("vLLM v1 rejection_sample (<= 0.15, target probs)", SIGNATURE), LOGITS_FORM),
     build=_build)

@@ -1,7 +1,8 @@
 """Canonical speculative sampling in vLLM model runner V2's ``rejection_sample`` layout, and a historic bug.
 
-Layout (``vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py``, vLLM 0.31 to 0.33.x; the model
-runner V2 spec-decode path, Triton kernels on GPU)::
+Layout (``vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py``, vLLM 0.22.0 to 0.34.0, the newest
+release; the model runner V2 spec-decode path, Triton kernels on GPU; 0.34.0 takes ``draft_logits_cache``,
+a ``DraftLogitsCache`` whose ``values`` are these draft logits, where this layout takes ``draft_logits``)::
 
     rejection_sample(target_logits [L, V], draft_logits [max_reqs, S, V] | None, draft_sampled [L],
                      cu_num_logits [R+1], pos [L], idx_mapping [R], expanded_idx_mapping [L],
@@ -36,10 +37,11 @@ Modes (all written here as the kernels compute them, in torch, one request at a 
   ``i + W < n`` and the target's entropy over its top 3 tokens (full-softmax ``p``, nats, not normalised)
   is at least the threshold; the deferred draft counts as accepted only if the next ``W`` drafts all pass
   the native test, otherwise the round stops at ``i`` and resamples there; after a window passes, a later
-  rejection can be deferred again; no extra random number is drawn. Written
-  from the MRV2 heads of vLLM pull request #53987 (commits ``95d5dba0``, ``1719fb1e``: the keywords
-  ``fly_window_size=0, fly_entropy_threshold=0.3`` follow the watermark keywords, which this layout does not
-  take); no vLLM release that ships it was confirmed (an earlier pull request, #50808, was closed unmerged).
+  rejection can be deferred again; no extra random number is drawn. Written from the MRV2 heads of vLLM
+  pull request #53987 (commits ``95d5dba0``, ``1719fb1e``); released in 0.33.0 and 0.34.0 (read in the
+  wheels on PyPI), whose keywords ``fly_window_size=0, fly_entropy_threshold=0.3, fly_entropy_top_k=3``
+  follow the watermark keywords (0.30.0 on); this layout takes neither ``fly_entropy_top_k`` (it uses the top
+  3) nor the watermark keywords.
 
 Randomness: the kernels draw counter-based Philox numbers ``tl.rand(seed, pos)`` and Gumbel keys
 ``tl.rand(randint(seed, pos), token)``; this torch rewrite keys one ``torch.Generator`` per

@@ -30,12 +30,13 @@ Mutants (each the canonical code with one change):
   ignored (vllm-project/vllm#6038 "speculative decoding does not respect per-request seed", fixed
   for v0 by #6034; #17509 for V1's unseeded requests). The law is exact; same-seeded runs differ.
 
-vLLM 0.33 (December 2026 release line, 0.33.x): ``rejection_sample`` takes the processed target
-**logits** in the sixth argument (``target_logits [T, V]``) and applies the softmax itself (float32).
+vLLM 0.16.0 to 0.33.0 (read in the wheels on PyPI; 0.15.0 still takes ``target_probs``, and 0.34.0 no longer
+ships ``vllm/v1/sample/rejection_sampler.py``): ``rejection_sample`` takes the processed target **logits** in
+the sixth argument (``target_logits [T, V]``) and applies the softmax itself (float32).
 :func:`rejection_sample_target_logits` is the canonical round in that layout (softmax of the float32
 logits, then the same strict test and race); its mutant
-:func:`rejection_sample_target_logits_float64_ge` keeps the 0.33 release's own comparison
-``target/draft >= u`` with float64 uniforms, so ``u == 0`` (``2^-53`` per draw on CPU) accepts a
+:func:`rejection_sample_target_logits_float64_ge` keeps the releases' own comparison (0.12.0 to
+0.33.0 alike) ``target/draft >= u`` with float64 uniforms, so ``u == 0`` (``2^-53`` per draw on CPU) accepts a
 probability-0 draft: the float32 ``u == 0`` bug above, made 2^29 times rarer but not removed.
 """
 
@@ -156,13 +157,13 @@ def rejection_sample_seeds_ignored(draft_token_ids, num_draft_tokens, max_spec_l
 
 
 def _target_softmax(target_logits: torch.Tensor) -> torch.Tensor:
-    """vLLM 0.33's softmax of the processed target logits, in float32 (``-inf`` logits give exactly 0)."""
+    """vLLM 0.16 to 0.33's softmax of the processed target logits, in float32 (``-inf`` logits give exactly 0)."""
     return target_logits.to(torch.float32).softmax(dim=-1)
 
 
 def rejection_sample_target_logits(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
                                    draft_probs, target_logits, bonus_token_ids, sampling_metadata):
-    """Canonical round in vLLM 0.33's layout: target logits in, float32 softmax inside, strict ``p/q > u``."""
+    """Canonical round in vLLM 0.16 to 0.33's layout: target logits in, float32 softmax inside, strict ``p/q > u``."""
     return rejection_sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
                             draft_probs.to(torch.float32), _target_softmax(target_logits), bonus_token_ids,
                             sampling_metadata)
@@ -170,7 +171,7 @@ def rejection_sample_target_logits(draft_token_ids, num_draft_tokens, max_spec_l
 
 def rejection_sample_target_logits_float64_ge(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
                                               draft_probs, target_logits, bonus_token_ids, sampling_metadata):
-    """Bug (vLLM 0.33 as released): float64 uniforms and ``p/q >= u`` after the softmax inside."""
+    """Bug (vLLM 0.16 to 0.33 as released): float64 uniforms and ``p/q >= u`` after the softmax inside."""
     target_probs = _target_softmax(target_logits)
     generators = sampling_metadata.generators
     uniforms = request_uniforms(draft_token_ids.shape[0], num_draft_tokens, generators, target_probs.device)

@@ -1,4 +1,4 @@
-"""Today's releases (December 2026) in their own layouts: vLLM 0.33's rejection_sample (target logits in,
+"""Today's releases (December 2026) in their own layouts: vLLM 0.16 to 0.33's rejection_sample (target logits in,
 softmax inside) and vLLM model runner V2's rejection_sample (log-space test, block verification, Gumbel
 resampling).  Each canonical layout passes the check through its adapter; each mutant of a historic
 or shipped bug is flagged under RNG edge injection, where the canonical layout is not.
@@ -80,6 +80,28 @@ def test_mrv2_layout_passes_through_its_adapter(mode):
                             scenarios=two_scenarios())
     assert result.passed, result.summary()
     assert result.detectable_tv <= MAX_TV
+
+
+def test_mrv2_draft_logits_cache_form_of_034_passes_through_its_adapter():
+    """vLLM 0.34 takes ``draft_logits_cache`` (a ``DraftLogitsCache``; ``rejection_sample`` reads its ``values``
+    and ``row_mapping``) in place of ``draft_logits``: the adapter hands a replicated cache over ``log q``."""
+    seen = []
+
+    def rejection_sample_034(target_logits, draft_logits_cache, draft_sampled, cu_num_logits, pos, idx_mapping,
+                             expanded_idx_mapping, expanded_local_pos, temperature, seed, num_speculative_steps,
+                             synthetic_conditional_rates=None, use_fp64=False, use_block_verification=False,
+                             skip_masked_vocab_blocks=False):
+        seen.append((type(draft_logits_cache), draft_logits_cache.row_mapping, draft_logits_cache.values.ndim))
+        return vllm_mrv2.rejection_sample(target_logits, draft_logits_cache.values, draft_sampled, cu_num_logits, pos,
+                                          idx_mapping, expanded_idx_mapping, expanded_local_pos, temperature, seed,
+                                          num_speculative_steps)
+
+    assert MRV2.form_of(rejection_sample_034) is mrv2_adapter.CACHE_FORM
+    assert MRV2.form_of(vllm_mrv2.rejection_sample) is MRV2.forms[0]
+    result = check(MRV2.wrap(rejection_sample_034), samples=1024, seed=1, max_detectable_tv=MAX_TV, inject=False,
+                   scenarios=two_scenarios())
+    assert result.passed, result.summary()
+    assert set(seen) == {(mrv2_adapter.ReplicatedDraftLogits, None, 3)}
 
 
 def test_mrv2_synthetic_mode_is_lossy_by_design():
