@@ -25,10 +25,10 @@ Also follows the logits entry ``chain_speculative_sampling_from_logits_triton`` 
 the classic kernel with ``target_logits [B*(K+1), V]`` float32 and ``temperatures [B]`` in place of
 ``target_probs``; the kernel applies the softmax itself): the adapter hands ``log(p)`` in float32 (the
 kernel asserts float32; ``-inf`` where ``p = 0``), whose softmax is ``p / sum(p)`` up to rounding
-(renormalised) and exactly 0 where ``p = 0``, and temperatures 1. The kernel's ``V - 1`` fallback on an empty residual is therefore not reached by the
-batched suite's "target sums below 1" on this entry (:mod:`specproof.impls.runtime_layouts.sglang_chain`).
-A keyword-only revision of that entry (``target_log_norm``, ``draft_logits``, ``draft_log_norm``) is not
-followed.
+(renormalised) and exactly 0 where ``p = 0``, and temperatures 1. The kernel's ``V - 1`` fallback on an
+empty residual is therefore not reached by the batched suite's "target sums below 1" on this entry
+(:mod:`specproof.impls.runtime_layouts.sglang_chain`). A keyword-only revision of that entry
+(``target_log_norm``, ``draft_logits``, ``draft_log_norm``) is not followed.
 
 Not followed: the seeded path of unreleased classic kernels (``sampling_seed`` and ``positions`` given: coins
 from an integer hash of seed, position and domain, ``((h >> 8) + 0.5) 2^-24``, never 0): this adapter passes

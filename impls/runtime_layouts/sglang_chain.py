@@ -14,14 +14,14 @@ reject_sampling`` in 0.5.14 and 0.5.15, ``sglang.kernels.ops.speculative.reject_
 NaN ``q`` reads as 0 in the correction from 0.5.17; from 0.5.21 a drafted token whose ``q`` is not in
 ``(0, 1]`` is rejected outright (``q_is_prob``) and any ``q`` outside ``[0, 1]`` reads as 0 in the
 correction; from 0.5.22 ``block_verification=True`` selects block verification in the same kernel. Every
-release emits id ``V - 1`` on an empty residual. The file is the same within 0.5.14 to 0.5.16, 0.5.17 to
-0.5.20 and 0.5.22 to 0.5.23. This layout follows 0.5.21 to 0.5.23. Run through
-:mod:`specproof.impls.adapters.sglang_chain` under ``TRITON_INTERPRET=1`` on the same coins, the released
-kernels of 0.5.21 and 0.5.23 (``block_verification`` off and on) emit the same tokens as
-:func:`chain_speculative_sampling_triton_last_id` row for row (480 rows a case: laws, targets summing below
-1, drafted tokens of draft probability 0, draft values outside ``[0, 1]``); those of 0.5.14 and 0.5.17 do on
-laws and targets summing below 1, and differ where a draft value is 0 or outside ``[0, 1]`` (checked
-outside this repository, on the wheels' files).
+release through 0.5.23 emits id ``V - 1`` on an empty residual. The file is the same within 0.5.14 to 0.5.16, 0.5.17 to
+0.5.20 and 0.5.22 to 0.5.23. This layout follows 0.5.21 to 0.5.23. Called as the adapter calls them
+(:func:`specproof.impls.adapters.sglang_tree.call_kernel`) under ``TRITON_INTERPRET=1``, on the same coins,
+the released kernels of 0.5.21, and of 0.5.23 with ``block_verification`` off and on, emitted the same tokens
+as :func:`chain_speculative_sampling_triton_last_id` on every row tried (480 rows a case: laws, targets
+summing below 1, drafted tokens of draft probability 0, and draft values outside ``[0, 1]``: NaN, ``inf``,
+``-0.25``, ``1.5``); those of 0.5.14 and 0.5.17 did on laws and targets summing below 1, and differed where
+a draft value is 0 or outside ``[0, 1]`` (checked outside this repository, on the wheels' files).
 
 Slot 0 of each request is the root (the token before the drafts), slot ``s >= 1`` draft ``s - 1``; the
 ``next``/``sibling`` links and the thresholds are not read by the chain kernel. Step ``s`` tests draft
@@ -39,7 +39,8 @@ the chain, ``w_0 = 1``, ``w_s = min(1, w_{s-1} p(x_s) / q(x_s))`` (0 when ``q(x_
 1`` and ``s < K`` (this sum reads ``q`` unguarded: a value outside ``[0, 1]`` counts as it is, and a NaN term
 counts 0, as the GPU's maximum gives it; Triton's interpreter propagates it), else ``h_s = w_s``; every
 step is tested (no early stop) and ``tau`` is the last step whose coin passes ``coin < w`` and then ``coin <
-h`` (the kernel's shortcut, equal to ``coin < h`` where the draft rows are laws, since then ``h <= w``); the
+h`` (the kernel's shortcut, equal to ``coin < h`` where ``h <= w``, i.e. ``Z <= w``: so wherever ``q >= 0``
+and the target row sums to at most 1); the
 final token is the inverse CDF of ``p_K`` (``tau = K``) or of
 ``max(w_tau p_tau - q_tau, 0)``, normalised by ``Z_tau`` where it was computed. The same arguments also
 drive ``chain_block_speculative_sampling_triton``, a separate block function read in two stored revisions
@@ -47,21 +48,24 @@ of SGLang (``speculative_sampling_block_kernel``, testing ``coin <= h``) that no
 ships; :func:`chain_block_speculative_sampling_triton` and its mutants are this module's functions with
 ``block_verification`` on by default.
 
-Canonical here: as above, with a residual that has no positive entry falling back to ``p`` (the
-library's :func:`~specproof.impls.kernels.sampling.correction_weights`); block verification with the
-strict ``coin < h`` (an ``h`` of 0 is never passed) and its draw normalised by the weights' own sum.
+Canonical here: as above (the released arithmetic, the ``q`` rules and the ``coin < w`` shortcut included),
+with a residual that has no positive entry falling back to ``p`` (the library's
+:func:`~specproof.impls.kernels.sampling.correction_weights`) and the draw normalised by the weights' own
+sum; block verification with the strict ``coin < h`` (an ``h`` of 0 is never passed).
 
 Mutants:
 
 - :func:`chain_speculative_sampling_triton_le`: ``coin * q <= p``, the zero-coin class (SGLang issue
   #35771: a coin of exactly 0 accepts a draft whose target probability is 0; float32 coins are 0 with
   probability ``2^-24``), fixed by a ``target_prob > 0`` guard; with ``block_verification``, ``coin <= h``.
-- :func:`chain_speculative_sampling_triton_last_id`: every release's fallback for a residual without
-  positive mass (``p <= q`` everywhere, reachable in floats): it emits id ``V - 1``, which may have
-  ``p = 0``; with ``block_verification`` the threshold is ``coin * Z_tau`` as computed for ``h``.
-- :func:`chain_block_speculative_sampling_triton_le`: the unreleased block function's ``coin <= h``: a
-  coin of exactly 0 at a step whose draft has ``p = 0`` (``w = 0``, so ``h = 0``) takes ``tau`` there and
-  emits that draft.
+- :func:`chain_speculative_sampling_triton_last_id`: the fallback of every release through 0.5.23 for a
+  residual without positive mass (``p <= q`` everywhere, reachable in floats): it emits id ``V - 1``, which
+  may have ``p = 0``; with ``block_verification`` the threshold is ``coin * Z_tau`` where ``Z_tau`` was
+  scanned (``0 < w_tau < 1``, ``tau < K``), else ``coin`` times the residual's own sum.
+- :func:`chain_block_speculative_sampling_triton_le`: the released block arithmetic with only the unreleased
+  block function's ``<=`` (``coin <= w`` and ``coin <= h``; that function's closed-form ``Z`` and its ratio
+  rule for ``q = 0`` are not modelled): a coin of exactly 0 at a step whose draft has ``p = 0`` (``w = 0``,
+  so ``h = 0``) takes ``tau`` there and emits that draft.
 - :func:`chain_block_speculative_sampling_triton_last_id`: the block draw's ``V - 1`` (a target summing
   below 1 gets there).
 
@@ -196,7 +200,7 @@ def _block(predicts, accept_index, accept_token_num, candidates, retrive_index, 
         else:
             z, h = torch.zeros_like(weight), weight
         coin = uniform_samples[:, step - 1].to(torch.float32)
-        hit = stop(coin, weight) & stop(coin, h)  # the kernel tests w first (h <= w where the draft rows are laws)
+        hit = stop(coin, weight) & stop(coin, h)  # the kernel tests w first (h <= w wherever Z <= w)
         tau = torch.where(hit, torch.full_like(tau, step), tau)
         w_tau, z_tau = torch.where(hit, weight, w_tau), torch.where(hit, z, z_tau)
         scanned_tau = torch.where(hit, scanned, scanned_tau)
@@ -283,8 +287,8 @@ chain_block_speculative_sampling_triton_le = _layout(
     "``h = 0`` when the coin is 0, which emits a draft of target probability 0.", block=True)
 chain_block_speculative_sampling_triton_last_id = _layout(
     "chain_block_speculative_sampling_triton_last_id", _strict, _below, True,
-    "Bug (as released): the residual's normaliser is the computed ``Z_tau`` and a draw that finds no running "
-    "sum past it emits id ``V - 1``.", block=True)
+    "Bug (as released): the residual's normaliser is ``Z_tau`` where it was scanned (else the residual's sum) "
+    "and a draw that finds no running sum past it emits id ``V - 1``.", block=True)
 chain_speculative_sampling_from_logits_triton = _logits_layout(
     "chain_speculative_sampling_from_logits_triton", _strict, False,
     "Canonical chain round on target logits, the softmax inside (module docstring's logits entry).")

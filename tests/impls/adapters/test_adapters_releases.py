@@ -281,7 +281,8 @@ def test_sglang_chain_last_id_fallback_emits_a_probability_zero_token():
 def _chain_call(kernel, candidates, coins, final, target, draft, **keywords):
     """One request through ``kernel`` with the caller's coins: the emitted tokens and the accepted count."""
     slots = candidates.shape[1]
-    out = dict(predicts=torch.zeros(slots, dtype=torch.int32), accept_index=torch.full((1, slots), -1, dtype=torch.int32),
+    out = dict(predicts=torch.zeros(slots, dtype=torch.int32),
+               accept_index=torch.full((1, slots), -1, dtype=torch.int32),
                accept_token_num=torch.zeros(1, dtype=torch.int32))
     kernel(**out, candidates=candidates, retrive_index=torch.arange(slots).reshape(1, slots), retrive_next_token=None,
            retrive_next_sibling=None, uniform_samples=coins, uniform_samples_for_final_sampling=final,
@@ -292,13 +293,15 @@ def _chain_call(kernel, candidates, coins, final, target, draft, **keywords):
 
 @pytest.mark.parametrize("q_x", [0.0, 1.5, float("nan")], ids=["zero", "above-one", "nan"])
 def test_sglang_chain_rejects_a_draft_whose_draft_value_is_not_a_probability(q_x):
-    """0.5.21 to 0.5.23 (``q_is_prob``): a drafted token with ``q`` outside ``(0, 1]`` is rejected whatever ``p``
-    and the coin, and the correction reads that ``q`` as 0: here ``max(p - q, 0) = p`` at every token."""
+    """0.5.21 to 0.5.23 (``q_is_prob``): a drafted token with ``q`` outside ``(0, 1]`` is rejected whatever
+    ``p`` and the coin, and the correction reads that ``q`` as 0: here ``max(p - q, 0) = p`` at every token
+    (a ``q`` of 1.5 read as it is would leave ``(1/4, 0, 0)``, and token 0)."""
     target = torch.tensor([[[0.25, 0.75, 0.0], [0.5, 0.5, 0.0]]])
-    draft = torch.tensor([[[0.5, q_x, 0.5]]])
-    for kernel in (sglang_chain.chain_speculative_sampling_triton, sglang_chain.chain_speculative_sampling_triton_last_id):
-        tokens, accepted = _chain_call(kernel, torch.tensor([[0, 1]]), torch.tensor([[0.0, 0.0]]), torch.tensor([0.5]),
-                                       target, draft)
+    draft = torch.tensor([[[0.0, q_x, 1.0]]])
+    for kernel in (sglang_chain.chain_speculative_sampling_triton,
+                   sglang_chain.chain_speculative_sampling_triton_last_id):
+        tokens, accepted = _chain_call(kernel, torch.tensor([[0, 1]]), torch.tensor([[0.0, 0.0]]),
+                                       torch.tensor([0.5]), target, draft)
         assert accepted == 0 and tokens == [1], (kernel.__name__, tokens)  # p = (1/4, 3/4, 0) at 0.5: token 1
 
 
@@ -316,9 +319,9 @@ def test_sglang_chain_block_verification_keyword_is_the_block_round():
 
 
 def test_sglang_block_verification_tests_the_weight_before_h():
-    """The kernel passes step ``s`` only if ``coin < w_s`` and then ``coin < h_s``; ``h <= w`` for draft rows that
-    are laws, but a negative draft entry on row 1 gives ``Z_1 = 1.25``, ``h_1 = 1.25 / 1.75 > w_1 = 1/2``: a coin of
-    0.6 fails step 1 there, and step 2 (``h_2 = w_2 = 1/2``) fails at 0.9, so nothing is accepted."""
+    """The kernel passes step ``s`` only if ``coin < w_s`` and then ``coin < h_s``; ``h <= w`` wherever ``q >= 0``
+    and the target sums to at most 1, but a negative draft entry on row 1 gives ``Z_1 = 1.25``, ``h_1 = 1.25 /
+    1.75 > w_1 = 1/2``: a coin of 0.6 fails step 1 there, and step 2 (``h_2 = w_2 = 1/2``) fails at 0.9."""
     target = torch.tensor([[[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.5, 0.5, 0.0]]])
     draft = torch.tensor([[[1.0, 0.0, 0.0], [-1.0, 0.5, 0.5]]])
     tokens, accepted = _chain_call(sglang_chain.chain_speculative_sampling_triton, torch.tensor([[0, 0, 1]]),
@@ -454,8 +457,9 @@ def test_sglang_block_verification_keeps_testing_after_a_failed_step():
 
 def test_sglang_block_last_id_fallback_emits_a_probability_zero_token():
     """tau = 1 on a row whose target sums to 1/2 below its draft (p <= q everywhere): the release's normaliser
-    Z_1 is 0, no running sum passes 0 and it emits V - 1, of target probability 0; the canonical layout falls
-    back to p.  Step 1 (p(x_1) = q(x_1)) has w = 1 and h = 1; step 2's draft has p = 0, so h_2 = 0."""
+    (w_1 = 1, so the residual's own sum, not a scanned Z) is 0, no running sum passes 0 and it emits V - 1, of
+    target probability 0; the canonical layout falls back to p.  Step 1 (p(x_1) = q(x_1)) has w = 1 and h = 1;
+    step 2's draft has p = 0, so h_2 = 0."""
     target = torch.tensor([[[0.5, 0.5, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]]]).expand(64, 3, 4)
     draft = torch.tensor([[[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]]]).expand(64, 2, 4)
     ids = torch.tensor([[1, 1]]).expand(64, 2).contiguous()
