@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 import torch
@@ -114,7 +115,8 @@ def _guarded(verify: Callable[..., Any], args: tuple, scenario: str) -> Any:
                             "return the emitted tokens instead of exiting") from None
     except Exception as err:  # the verifier's own failure (its own TimeoutError included)
         raise VerifierError("verify", f"raised {type(err).__name__}: {err} on scenario '{scenario}'",
-                            "make the verifier accept the batched contract's inputs") from None
+                            "make the verifier accept the batched contract's inputs",
+                            "".join(traceback.format_exception(err))) from None
 
 
 def validate_output(emitted: Any, batch: int, k: int, vocab: int, scenario: str) -> torch.Tensor:

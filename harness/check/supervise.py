@@ -149,7 +149,7 @@ def _child(work: Callable[[], Any], fd: int, shared: mmap.mmap, what: str, torch
                                   + "; ".join(threads), "join your threads before returning, or make them daemon")
         message: tuple = ("ok", value)
     except SpecproofInputError as err:
-        message = ("input", (type(err).__name__, err.argument, err.problem, err.fix))
+        message = ("input", (type(err).__name__, err.argument, err.problem, err.fix, err.detail))
     except KeyboardInterrupt:
         message = ("interrupted", None)
     except BaseException as err:  # specproof's own failure: the parent shows its traceback
@@ -252,9 +252,9 @@ def supervised(work: Callable[[], Any], what: str) -> Any:
     if kind == "ok":
         return payload
     if kind == "input":
-        name, argument, problem, fix = payload
+        name, argument, problem, fix, detail = payload
         error = SupervisedError if name == SupervisedError.__name__ else SpecproofInputError
-        raise error(argument, problem, fix)
+        raise error(argument, problem, fix, detail)
     if kind == "interrupted":
         raise KeyboardInterrupt
     raise RuntimeError(f"the supervised check failed:\n{payload}")

@@ -185,7 +185,7 @@ def flagged(err: SpecproofInputError, args: argparse.Namespace | None = None) ->
     if err.argument == "sampling" and args is not None:
         flag = "/".join(f"--{name.replace('_', '-')}" for name in _SAMPLING_FLAGS
                         if getattr(args, name, None) is not None) or flag
-    return type(err)(flag, err.problem, err.fix)
+    return type(err)(flag, err.problem, err.fix, err.detail)
 
 
 def check_options(args: argparse.Namespace, inputs: tuple[Any, ...] = (), **paths: Path | None) -> None:

@@ -12,13 +12,17 @@ written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
 from specproof.errors import SpecproofInputError
 
-__all__ = ["main", "build_parser", "SUBCOMMANDS", "SUBCOMMAND_MODULES"]
+__all__ = ["main", "build_parser", "SUBCOMMANDS", "SUBCOMMAND_MODULES", "TRACEBACK_VARIABLE"]
+
+#: Set to a value other than ``0`` to see the traceback of an exception that user code raised.
+TRACEBACK_VARIABLE = "SPECPROOF_TRACEBACK"
 
 # subcommand -> the module (relative to specproof.harness) whose add_parser adds it, in help order
 SUBCOMMANDS = {"reference": "cli.reference", "prove": "cli.prove", "check": "cli.check", "report": "cli.report",
@@ -65,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args))
     except SpecproofInputError as err:
         print(f"specproof {args.command}: error: {err}", file=sys.stderr)
+        if err.detail:  # user code raised: its traceback on request only
+            if os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
+                print(err.detail.rstrip("\n"), file=sys.stderr)
+            else:
+                print(f"(its traceback: set {TRACEBACK_VARIABLE}=1)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"specproof {args.command}: interrupted; nothing was written", file=sys.stderr)

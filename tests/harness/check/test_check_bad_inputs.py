@@ -98,6 +98,33 @@ def test_failed_run_with_json_keeps_the_previous_result_until_it_succeeds(tmp_pa
     assert previous.read_text() == PREVIOUS
 
 
+def test_a_raising_verifier_says_how_to_see_its_traceback(capsys, monkeypatch):
+    """By default no traceback, and one line naming the variable that shows it."""
+    monkeypatch.delenv("SPECPROOF_TRACEBACK", raising=False)
+    assert _run(["check", f"{T}:raises", "--samples", "200", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "kernel exploded" in err and "Traceback" not in err
+    assert err.rstrip().endswith("(its traceback: set SPECPROOF_TRACEBACK=1)"), err
+
+
+@pytest.mark.parametrize("value, shown", [("1", True), ("0", False)])
+def test_specproof_traceback_shows_the_verifiers_own_traceback(capsys, monkeypatch, value, shown):
+    """Asked for (SPECPROOF_TRACEBACK=1), the supervised child's user traceback reaches the parent's stderr,
+    down to the raising line of the user's file; the exit code stays 2."""
+    monkeypatch.setenv("SPECPROOF_TRACEBACK", value)
+    assert _run(["check", f"{T}:raises", "--samples", "200", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert ("Traceback (most recent call last)" in err) is shown
+    assert ('cli_targets.py", line 20, in raises' in err and 'RuntimeError("kernel exploded")' in err) is shown
+
+
+def test_a_usage_error_has_no_traceback_to_show(capsys, monkeypatch):
+    monkeypatch.setenv("SPECPROOF_TRACEBACK", "1")
+    assert _run(["check", f"{T}:exact", "--timeout", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--timeout" in err and "Traceback" not in err and "SPECPROOF_TRACEBACK" not in err
+
+
 def test_verifier_that_catches_every_interrupt_is_stopped_with_exit_2():
     """The alarm re-fires and is swallowed each time: the CLI's watchdog ends the process (exit 2,
     message, no traceback) a grace period after the limit."""
