@@ -118,6 +118,20 @@ def test_specproof_traceback_shows_the_verifiers_own_traceback(capsys, monkeypat
     assert ('cli_targets.py", line 20, in raises' in err and 'RuntimeError("kernel exploded")' in err) is shown
 
 
+def test_a_raising_pipeline_carries_its_traceback_through_the_generate_contract():
+    """The generate contract rewrites the error's fix; the user's traceback (``detail``) survives it."""
+    from specproof.harness.check.calls import VerifierError
+    from specproof.harness.check.driver import check
+
+    def generate(target, draft, prompt_ids, max_new_tokens, sampling, generator):
+        raise RuntimeError("pipeline exploded")
+
+    with pytest.raises(VerifierError) as info:
+        check(generate, "generate", samples=64, progress=False, inject=False)
+    assert info.value.argument == "generate" and "pipeline exploded" in info.value.problem
+    assert "in generate" in info.value.detail and info.value.detail.rstrip().endswith("pipeline exploded")
+
+
 def test_a_usage_error_has_no_traceback_to_show(capsys, monkeypatch):
     monkeypatch.setenv("SPECPROOF_TRACEBACK", "1")
     assert _run(["check", f"{T}:exact", "--timeout", "0"]) == 2

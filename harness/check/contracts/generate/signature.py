@@ -154,7 +154,7 @@ def call_generate(generate: Callable[..., Any], target: Any, draft: Any, prompt_
             raise found[0] from None
         fix = err.fix if err.problem.startswith("did not return") else \
             f"make generate accept the generate contract's inputs: {GENERATE_SIGNATURE}"
-        raise VerifierError("generate", err.problem, fix) from None
+        raise VerifierError("generate", err.problem, fix, err.detail) from None
     seconds = time.perf_counter() - t0
     found = take_violations(target, draft)
     if found:
