@@ -29,12 +29,13 @@ Conversion of one harness round ``[B, K, V]``:
 
 Run as released under ``TRITON_INTERPRET=1`` (0.33.0's and 0.34.0's ``rejection_sample`` from their wheels,
 imported without the rest of vLLM and with ``log1p`` written from ``tl.log``, since Triton's interpreter does
-not run libdevice; outside this repository), the standard mode takes about 0.4 s a row in the check's small
-batches on this 2-core machine: 0.33.0's is UNDERPOWERED at ``--samples 64`` (406 s, no finding; its
-``tl.rand`` draws injected, its hash-keyed Gumbel noise reported as not injected). On one round (``K = 3``,
-``V = 4``), the first two emitted tokens of the releases and of :mod:`specproof.impls.runtime_layouts.vllm_mrv2`
-have the same law by a chi-square homogeneity test: 0.33.0 with 4,000 rows each (standard mode p-value 0.46,
-FLy with window 1 0.49), 0.34.0 through :data:`CACHE_FORM` with 1,000 rows each (0.55 and 0.67).
+not run libdevice; outside this repository): 0.33.0's standard mode is UNDERPOWERED at ``--samples 64``
+(406 s on this 2-core machine, no finding; its ``tl.rand`` draws injected, its hash-keyed Gumbel noise
+reported as not injected). On one round (``K = 3``, ``V = 4``), a chi-square homogeneity test finds no
+difference between the first two emitted tokens of the releases and of
+:mod:`specproof.impls.runtime_layouts.vllm_mrv2`: 0.33.0 with 4,000 rows each (standard mode p-value 0.46,
+FLy with window 1 0.49), 0.34.0 through :data:`CACHE_FORM` with 1,000 rows each (0.55 and 0.67); agreement
+within what those rows can see, not equality of the laws.
 """
 
 from __future__ import annotations

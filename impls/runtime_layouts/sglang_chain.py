@@ -36,17 +36,16 @@ j]]`` for ``j <= accept_token_num[b]``.
 Block verification (``block_verification=True``; Sun et al. 2024, arXiv:2403.10444, Algorithm 2): along
 the chain, ``w_0 = 1``, ``w_s = min(1, w_{s-1} p(x_s) / q(x_s))`` (0 when ``q(x_s)`` is not in ``(0, 1]``);
 ``h_s = Z_s / (Z_s + 1 - w_s)`` with ``Z_s = sum_x max(w_s p_s(x) - q_s(x), 0)`` on row ``s`` when ``0 < w_s <
-1`` and ``s < K`` (this sum reads ``q`` unguarded: a value outside ``[0, 1]`` counts as it is, and a NaN term
-counts 0, as the GPU's maximum gives it; Triton's interpreter propagates it), else ``h_s = w_s``; every
-step is tested (no early stop) and ``tau`` is the last step whose coin passes ``coin < w`` and then ``coin <
-h`` (the kernel's shortcut, equal to ``coin < h`` where ``h <= w``, i.e. ``Z <= w``: so wherever ``q >= 0``
-and the target row sums to at most 1); the
-final token is the inverse CDF of ``p_K`` (``tau = K``) or of
-``max(w_tau p_tau - q_tau, 0)``, normalised by ``Z_tau`` where it was computed. The same arguments also
-drive ``chain_block_speculative_sampling_triton``, a separate block function read in two stored revisions
-of SGLang (``speculative_sampling_block_kernel``, testing ``coin <= h``) that no release through 0.5.23
-ships; :func:`chain_block_speculative_sampling_triton` and its mutants are this module's functions with
-``block_verification`` on by default.
+1`` and ``s < K`` (this sum reads ``q`` unguarded: a value outside ``[0, 1]`` counts as it is; a NaN term
+counts 0 here, while Triton leaves ``tl.maximum``'s NaN handling unspecified and its interpreter propagates
+it), else ``h_s = w_s``; every step is tested (no early stop) and ``tau`` is the last step whose coin passes
+``coin < w`` and then ``coin < h`` (the kernel's shortcut, equal to ``coin < h`` where ``h <= w``, i.e. ``Z
+<= w``: so wherever ``q >= 0`` and the target row sums to at most 1); the final token is the inverse CDF of
+``p_K`` (``tau = K``) or of ``max(w_tau p_tau - q_tau, 0)``, normalised by ``Z_tau`` where it was computed.
+The same arguments also drive ``chain_block_speculative_sampling_triton``, a separate block function read
+in two stored revisions of SGLang (``speculative_sampling_block_kernel``, testing ``coin <= h``) that no
+release through 0.5.23 ships; :func:`chain_block_speculative_sampling_triton` and its mutants are this
+module's functions with ``block_verification`` on by default.
 
 Canonical here: as above (the released arithmetic, the ``q`` rules and the ``coin < w`` shortcut included),
 with a residual that has no positive entry falling back to ``p`` (the library's
@@ -192,7 +191,7 @@ def _block(predicts, accept_index, accept_token_num, candidates, retrive_index, 
         weight = torch.where(q > 0, torch.clamp(ratio, max=1.0), torch.zeros_like(weight))
         scanned = (weight > 0) & (weight < 1) if step < drafts else torch.zeros_like(tau, dtype=torch.bool)
         if step < drafts:
-            # this scan reads q unguarded (a NaN term counts 0, as the GPU's max does; the interpreter's is NaN)
+            # this scan reads q unguarded (a NaN term counts 0 here; Triton leaves it unspecified)
             terms = weight.unsqueeze(-1) * target[:, step] - raw[:, step]
             z = torch.where(terms > 0, terms, torch.zeros_like(terms)).sum(dim=-1)
             z = torch.where(scanned, z, torch.zeros_like(z))

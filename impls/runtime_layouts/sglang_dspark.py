@@ -49,8 +49,9 @@ law moves by at most the probability of such a round. Where the draft law equals
 that agrees with the target: both softmaxes at the same point mass in float32, or the same logits under the
 same top-k), that residual is all zero and the released kernel emits id ``V - 1``, a token of target
 probability 0 whenever the last id is outside the support (a padded or masked vocabulary's last id, a top-k
-cut): a certain failure, in every release from 0.5.16 to 0.5.21, at ``2^-53`` per forbidden vocabulary
-entry of a drafted step on the CPU generator. Neither half alone is one: the guarded race with the released
+cut): a certain failure at ``2^-53`` per forbidden vocabulary entry of a drafted step on the CPU generator
+(checked on this 0.5.21 pipeline; 0.5.16 to 0.5.20 have the same unguarded race and the same ``V - 1``
+fallback in the code read, and were not run). Neither half alone is one: the guarded race with the released
 kernel never drafts a token of draft probability 0, and the released race with the canonical kernel's
 fallback to ``p`` emits no token of target probability 0 (the law moves by at most ``K V 2^-53`` per round,
 by the union bound, which no statistical run can see).

@@ -306,9 +306,11 @@ def test_sglang_chain_rejects_a_draft_whose_draft_value_is_not_a_probability(q_x
 
 
 def test_sglang_chain_block_verification_keyword_is_the_block_round():
-    """0.5.22's ``block_verification=True`` runs block verification in the same function: on
-    :func:`test_sglang_block_verification_keeps_testing_after_a_failed_step`'s round it keeps both drafts, where
-    token-wise verification stops at step 1."""
+    """0.5.22's ``block_verification=True`` runs block verification in the same function, as the block function
+    does, and it has no early stop.  x_1 = 1 with p = 1/2, q = 3/4: w_1 = 2/3; row 1 has p = q, so Z_1 = sum
+    max(w_1 p - q, 0) = 0 and h_1 = 0 (every coin fails step 1, where token-wise verification with coin 0.9
+    rejects too: 0.9 * 3/4 > 1/2); step 2 has h_2 = w_2 = 2/3 and its coin 0.5 passes, so both drafts are
+    emitted, then the bonus from row 2 at 0.6."""
     quarter = [0.25, 0.25, 0.25, 0.25]
     target = torch.tensor([[[0.5, 0.5, 0.0, 0.0], quarter, quarter]])
     draft = torch.tensor([[[0.25, 0.75, 0.0, 0.0], quarter]])
@@ -436,24 +438,6 @@ def test_flashinfer_seed_offset_streams_are_per_request():
 
 
 # -- SGLang's block-verification chain kernel (chain_block_speculative_sampling_triton) ------------------------
-
-def test_sglang_block_verification_keeps_testing_after_a_failed_step():
-    """Block verification has no early stop.  x_1 = 1 with p = 1/2, q = 3/4: w_1 = 2/3; row 1 has p = q, so
-    Z_1 = sum max(w_1 p - q, 0) = 0 and h_1 = 0 (every coin fails step 1, where token-wise verification
-    with coin 0.9 rejects too: 0.9 * 3/4 > 1/2); step 2 has h_2 = w_2 = 2/3 and its coin 0.5 passes, so both
-    drafts are emitted, then the bonus from row 2 at 0.6."""
-    quarter = [0.25, 0.25, 0.25, 0.25]
-    target = torch.tensor([[[0.5, 0.5, 0.0, 0.0], quarter, quarter]])
-    draft = torch.tensor([[[0.25, 0.75, 0.0, 0.0], quarter]])
-    out = dict(predicts=torch.zeros(3, dtype=torch.int32), accept_index=torch.full((1, 3), -1, dtype=torch.int32),
-               accept_token_num=torch.zeros(1, dtype=torch.int32))
-    sglang_chain.chain_block_speculative_sampling_triton(
-        **out, candidates=torch.tensor([[0, 1, 3]]), retrive_index=torch.arange(3).reshape(1, 3),
-        retrive_next_token=None, retrive_next_sibling=None, uniform_samples=torch.tensor([[0.9, 0.5, 0.0]]),
-        uniform_samples_for_final_sampling=torch.tensor([0.6]), target_probs=target, draft_probs=draft)
-    assert out["accept_token_num"].tolist() == [2]
-    assert out["predicts"][out["accept_index"][0]].tolist() == [1, 3, 2]
-
 
 def test_sglang_block_last_id_fallback_emits_a_probability_zero_token():
     """tau = 1 on a row whose target sums to 1/2 below its draft (p <= q everywhere): the release's normaliser
